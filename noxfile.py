@@ -1,0 +1,49 @@
+"""Development sessions: ``nox -s tests`` runs the whole suite on asyncio and trio."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.default_venv_backend = "venv"
+nox.options.sessions = ["tests", "tests_asyncio_only", "lint", "typing"]
+nox.options.reuse_existing_virtualenvs = True
+
+PYTHON = ["3.11"]
+
+
+def _install_group(session: nox.Session, *groups: str) -> None:
+    args = [arg for group in groups for arg in ("--group", group)]
+    session.install("--upgrade", "pip>=25.1")
+    session.install("-e", ".", *args)
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """The whole test suite, every async test on asyncio and on trio."""
+    _install_group(session, "test")
+    session.run("pytest", *session.posargs, env={"HYPOTHESIS_PROFILE": "ci"})
+
+
+@nox.session(python=PYTHON)
+def tests_asyncio_only(session: nox.Session) -> None:
+    """The suite without trio installed: pi_core must import and work on asyncio alone."""
+    _install_group(session, "test")
+    session.run("pip", "uninstall", "--yes", "trio")
+    session.run("python", "-c", "import importlib.util, pi_core; assert not importlib.util.find_spec('trio')")
+    session.run("pytest", "-q", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff check and ruff format --check."""
+    session.install("ruff>=0.8")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(python=PYTHON)
+def typing(session: nox.Session) -> None:
+    """mypy strict over src and tests; pyright's verifytypes over the public API."""
+    _install_group(session, "typing")
+    session.run("mypy")
+    session.run("pyright", "--verifytypes", "pi_core", "--ignoreexternal")

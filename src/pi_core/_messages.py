@@ -1,0 +1,259 @@
+"""Content blocks, messages, usage, models and contexts: the vocabulary every other module speaks.
+
+Messages and content blocks are mutable because providers build a partial message in place while
+it streams, as upstream does. Models, tools and contexts are frozen values.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
+
+import attrs
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+__all__ = [
+    "AgentContext",
+    "AgentMessage",
+    "AssistantContent",
+    "AssistantMessage",
+    "Context",
+    "CustomMessage",
+    "ImageContent",
+    "Message",
+    "Model",
+    "ModelCost",
+    "StopReason",
+    "TextContent",
+    "ThinkingContent",
+    "ThinkingLevel",
+    "Tool",
+    "ToolCall",
+    "ToolResultContent",
+    "ToolResultMessage",
+    "Usage",
+    "UsageCost",
+    "UserMessage",
+    "now_ms",
+]
+
+StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
+ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
+
+
+def now_ms() -> int:
+    """The current time in Unix milliseconds, the unit of every ``timestamp``."""
+    return time.time_ns() // 1_000_000
+
+
+# --- content blocks ---------------------------------------------------------------------------
+
+
+@attrs.define
+class TextContent:
+    """A block of text."""
+
+    type: ClassVar[Literal["text"]] = "text"
+    text: str
+    text_signature: str | None = None
+    """An opaque provider string; sent back to the provider unchanged."""
+
+
+@attrs.define
+class ThinkingContent:
+    """A block of model reasoning."""
+
+    type: ClassVar[Literal["thinking"]] = "thinking"
+    thinking: str
+    thinking_signature: str | None = None
+    """An opaque provider string that must accompany the thinking when it is sent back."""
+    redacted: bool = False
+    """True when the provider returned the reasoning encrypted; ``thinking_signature`` holds it."""
+
+
+@attrs.define
+class ImageContent:
+    """An image, base64-encoded."""
+
+    type: ClassVar[Literal["image"]] = "image"
+    data: str
+    mime_type: str
+
+
+@attrs.define
+class ToolCall:
+    """A request by the model to run a tool."""
+
+    type: ClassVar[Literal["toolCall"]] = "toolCall"
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    thought_signature: str | None = None
+
+
+AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall
+ToolResultContent: TypeAlias = TextContent | ImageContent
+
+
+# --- usage --------------------------------------------------------------------------------------
+
+
+@attrs.define
+class UsageCost:
+    """What a response cost, in dollars."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+    total: float = 0.0
+
+
+@attrs.define
+class Usage:
+    """Token counts of one response."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total_tokens: int = 0
+    cost: UsageCost = attrs.Factory(UsageCost)
+
+
+# --- messages -----------------------------------------------------------------------------------
+
+
+@attrs.define
+class UserMessage:
+    """A message from the user: a plain string or a list of text and image blocks."""
+
+    role: ClassVar[Literal["user"]] = "user"
+    content: str | list[TextContent | ImageContent]
+    timestamp: int = attrs.Factory(now_ms)
+
+
+@attrs.define
+class AssistantMessage:
+    """A reply of the model: text, thinking and tool calls, with how and why it stopped."""
+
+    role: ClassVar[Literal["assistant"]] = "assistant"
+    content: list[TextContent | ThinkingContent | ToolCall]
+    api: str
+    provider: str
+    model: str
+    """The requested model id."""
+    usage: Usage = attrs.Factory(Usage)
+    stop_reason: StopReason = "stop"
+    error_message: str | None = None
+    """Set when ``stop_reason`` is ``"error"`` or ``"aborted"``."""
+    response_id: str | None = None
+    response_model: str | None = None
+    """The concrete model that answered, when it differs from the requested one."""
+    timestamp: int = attrs.Factory(now_ms)
+
+    def shallow_copy(self) -> AssistantMessage:
+        """A new message sharing this one's content list and usage (what upstream's spread does)."""
+        return AssistantMessage(
+            self.content,
+            self.api,
+            self.provider,
+            self.model,
+            self.usage,
+            self.stop_reason,
+            self.error_message,
+            self.response_id,
+            self.response_model,
+            self.timestamp,
+        )
+
+
+@attrs.define
+class ToolResultMessage:
+    """The outcome of one tool call, sent back to the model."""
+
+    role: ClassVar[Literal["toolResult"]] = "toolResult"
+    tool_call_id: str
+    tool_name: str
+    content: list[TextContent | ImageContent]
+    details: Any = None
+    is_error: bool = False
+    timestamp: int = attrs.Factory(now_ms)
+
+
+Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
+"""The messages a model understands."""
+
+
+class CustomMessage(Protocol):
+    """An app-defined message: any object with a ``role`` string of its own.
+
+    ``convert_to_llm`` decides what (if anything) the model sees of it.
+    """
+
+    @property
+    def role(self) -> str: ...
+
+
+AgentMessage: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage | CustomMessage
+"""What an agent's transcript holds: LLM messages and custom, app-defined ones."""
+
+
+# --- models, tools, contexts --------------------------------------------------------------------
+
+
+@attrs.frozen
+class ModelCost:
+    """Prices in dollars per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+
+@attrs.frozen
+class Model:
+    """A model and how to reach it; ``api`` selects the provider in :func:`stream_simple`."""
+
+    id: str
+    name: str = attrs.field(default=attrs.Factory(lambda self: self.id, takes_self=True))
+    api: str = "unknown"
+    provider: str = "unknown"
+    base_url: str = ""
+    reasoning: bool = False
+    input: tuple[str, ...] = attrs.field(default=("text",), converter=tuple)
+    cost: ModelCost = attrs.Factory(ModelCost)
+    context_window: int = 0
+    max_tokens: int = 0
+    headers: dict[str, str] | None = attrs.field(default=None, hash=False)
+
+
+@attrs.frozen
+class Tool:
+    """A tool as the model sees it: a name, a description and a JSON Schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = attrs.field(hash=False)
+
+
+@attrs.frozen
+class Context:
+    """Everything one model call sees."""
+
+    system_prompt: str | None = None
+    messages: list[Message] = attrs.Factory(list)
+    tools: list[Tool] = attrs.Factory(list)
+
+
+@attrs.define
+class AgentContext:
+    """The working context of an agent run: its system prompt, transcript and tools."""
+
+    system_prompt: str = ""
+    messages: list[AgentMessage] = attrs.Factory(list)
+    tools: list[Any] = attrs.Factory(list)
+    """The run's :class:`AgentTool` objects."""

@@ -1,0 +1,48 @@
+"""Per-call stream options and the stream function protocol every provider follows."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+
+from ._events import AssistantMessageEvent
+from ._messages import Context, Model, ThinkingLevel
+from .nursery import AbortSignal
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+__all__ = ["CacheRetention", "StreamFn", "StreamOptions", "StreamResult"]
+
+CacheRetention = Literal["none", "short", "long"]
+
+
+@attrs.frozen
+class StreamOptions:
+    """Options of one model call; providers ignore what they do not use."""
+
+    api_key: str | None = attrs.field(default=None, repr=False)
+    session_id: str | None = None
+    reasoning: ThinkingLevel | None = None
+    """The thinking level; ``None`` (or ``"off"``) asks for no reasoning."""
+    thinking_budgets: Mapping[str, int] | None = attrs.field(default=None, hash=False)
+    """Token budgets per thinking level, overriding a provider's defaults."""
+    temperature: float | None = None
+    max_tokens: int | None = None
+    headers: Mapping[str, str] | None = attrs.field(default=None, hash=False)
+    metadata: Mapping[str, Any] | None = attrs.field(default=None, hash=False)
+    cache_retention: CacheRetention | None = None
+    timeout: float | None = None
+    """Seconds for the whole request, for providers that make one."""
+    signal: AbortSignal | None = attrs.field(default=None, eq=False, hash=False)
+
+
+StreamResult: TypeAlias = (
+    AsyncIterable[AssistantMessageEvent] | Awaitable[AsyncIterable[AssistantMessageEvent]]
+)
+StreamFn: TypeAlias = Callable[[Model, Context, StreamOptions], StreamResult]
+"""``stream_fn(model, context, options)``: an async iterable of :data:`AssistantMessageEvent`
+(typically an async generator), or an awaitable of one. It ends with exactly one
+:class:`StreamDone` or :class:`StreamError` and should encode failures as the latter."""

@@ -1,0 +1,84 @@
+"""Run jobs as children of one task group; hear from them one at a time; get results in order."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Generic, TypeVar
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+
+from ._groups import unwrap_single_exception
+
+__all__ = ["Job", "Post", "fan_out"]
+
+M = TypeVar("M")
+R = TypeVar("R")
+
+Post = Callable[[M], None]
+"""What a job calls to hand a message to the parent: synchronous, never blocks."""
+
+Job = Callable[[Post[M]], Awaitable[R]]
+"""One unit of work: an async callable taking a :data:`Post` function and returning a result."""
+
+
+class _Done(Generic[R]):
+    __slots__ = ("index", "result")
+
+    def __init__(self, index: int, result: R) -> None:
+        self.index = index
+        self.result = result
+
+
+async def fan_out(
+    jobs: Sequence[Job[M, R]],
+    *,
+    on_message: Callable[[M], Awaitable[None]] | None = None,
+    on_complete: Callable[[int, R], Awaitable[None]] | None = None,
+    limiter: anyio.CapacityLimiter | None = None,
+) -> list[R]:
+    """Run every job as a child task of one task group and return their results in source order.
+
+    Each job receives ``post``: a synchronous function that hands a message to the parent without
+    blocking the job. The parent task awaits ``on_message(message)`` for each posted message and
+    ``on_complete(index, result)`` when a job returns, one at a time, in the order they happened:
+    neither callback is ever entered concurrently, and every message a job posts is handled before
+    its completion. ``limiter`` caps how many jobs run at once.
+
+    If a job raises, the others are cancelled and the exception propagates as itself. Messages
+    posted after their handler's parent stopped listening are dropped with the failed run.
+    """
+    results: list[R] = [None] * len(jobs)  # type: ignore[list-item]
+    if not jobs:
+        return results
+    send, receive = anyio.create_memory_object_stream[object](math.inf)
+    with unwrap_single_exception(), receive:
+        async with anyio.create_task_group() as tg:
+            for index, job in enumerate(jobs):
+                tg.start_soon(_run_job, job, index, send.clone(), limiter)
+            send.close()
+            async for item in receive:
+                if type(item) is _Done:
+                    results[item.index] = item.result
+                    if on_complete is not None:
+                        await on_complete(item.index, item.result)
+                elif on_message is not None:
+                    await on_message(item)  # type: ignore[arg-type]
+    return results
+
+
+async def _run_job(
+    job: Job[M, R],
+    index: int,
+    send: MemoryObjectSendStream[object],
+    limiter: anyio.CapacityLimiter | None,
+) -> None:
+    with send:
+        post = send.send_nowait
+        if limiter is None:
+            result = await job(post)
+        else:
+            async with limiter:
+                result = await job(post)
+        send.send_nowait(_Done(index, result))

@@ -1,0 +1,85 @@
+"""A producer task feeding a consumer through a bounded memory object stream, with a result."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Generic, TypeVar
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from ._groups import unwrap_single_exception
+
+__all__ = ["EventStream", "open_event_stream"]
+
+E = TypeVar("E")
+R = TypeVar("R")
+
+_UNSET: object = object()
+
+
+class EventStream(Generic[E, R]):
+    """The consumer's side of :func:`open_event_stream`: iterate the events, then ask the result."""
+
+    __slots__ = ("_receive", "_result")
+
+    def __init__(self, receive: MemoryObjectReceiveStream[E]) -> None:
+        self._receive = receive
+        self._result: object = _UNSET
+
+    def __aiter__(self) -> EventStream[E, R]:
+        return self
+
+    async def __anext__(self) -> E:
+        try:
+            return await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            raise StopAsyncIteration from None
+
+    async def result(self) -> R:
+        """Drain (and drop) the events not yet read, then return the producer's result.
+
+        Also valid after the ``async with`` block if the producer completed.
+
+        Raises:
+            RuntimeError: the producer did not complete (the block was left early).
+        """
+        async for _ in self:
+            pass
+        if self._result is _UNSET:
+            raise RuntimeError("the run did not complete, so it has no result")
+        return self._result  # type: ignore[return-value]
+
+
+@asynccontextmanager
+async def open_event_stream(
+    produce: Callable[[Callable[[E], Awaitable[None]]], Awaitable[R]],
+    buffer_size: int = 64,
+) -> AsyncIterator[EventStream[E, R]]:
+    """Run ``produce(emit)`` in a child task and hand its events to the block as an async iterator.
+
+    ``emit`` waits while ``buffer_size`` events are unread, so a slow consumer slows the producer
+    and nothing is dropped. Leaving the block before the producer finishes cancels it; an
+    exception raised by the producer cancels the block and propagates out of it as itself.
+    """
+    if buffer_size < 0:
+        raise ValueError(f"buffer_size must be >= 0, not {buffer_size}")
+    send, receive = anyio.create_memory_object_stream[E](buffer_size)
+    stream: EventStream[E, R] = EventStream(receive)
+    with unwrap_single_exception(), receive:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_produce, produce, send, stream)
+            try:
+                yield stream
+            finally:
+                tg.cancel_scope.cancel()
+
+
+async def _produce(
+    produce: Callable[[Callable[[E], Awaitable[None]]], Awaitable[R]],
+    send: MemoryObjectSendStream[E],
+    stream: EventStream[E, R],
+) -> None:
+    with send:
+        stream._result = await produce(send.send)
