@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._agent import Agent, AgentListener
 from ._events import (
     AgentEnd,
     AgentEvent,
@@ -29,6 +30,23 @@ from ._events import (
     TurnStart,
 )
 from ._exceptions import AgentBusyError, PiCoreError, ProviderError, ProxyError, ToolArgumentsError
+from ._hooks import (
+    AfterToolCallContext,
+    AfterToolCallResult,
+    AgentLoopConfig,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+    NextTurn,
+    TurnContext,
+    default_convert_to_llm,
+)
+from ._loop import (
+    AgentEventStream,
+    agent_loop,
+    agent_loop_continue,
+    run_agent_loop,
+    run_agent_loop_continue,
+)
 from ._messages import (
     AgentContext,
     AgentMessage,
@@ -51,23 +69,34 @@ from ._messages import (
     UserMessage,
 )
 from ._options import StreamFn, StreamOptions
+from ._queue import QueueMode
 from ._registry import register_provider, stream_simple, unregister_provider
+from ._state import AgentState
 from ._tools import AgentTool, AgentToolResult, ToolExecutionMode, ToolUpdateCallback
 from .nursery import AbortController, AbortSignal
 
 __all__ = (
     "AbortController",
     "AbortSignal",
+    "AfterToolCallContext",
+    "AfterToolCallResult",
+    "Agent",
     "AgentBusyError",
     "AgentContext",
     "AgentEnd",
     "AgentEvent",
+    "AgentEventStream",
+    "AgentListener",
+    "AgentLoopConfig",
     "AgentMessage",
     "AgentStart",
+    "AgentState",
     "AgentTool",
     "AgentToolResult",
     "AssistantMessage",
     "AssistantMessageEvent",
+    "BeforeToolCallContext",
+    "BeforeToolCallResult",
     "Context",
     "CustomMessage",
     "ImageContent",
@@ -77,9 +106,11 @@ __all__ = (
     "MessageUpdate",
     "Model",
     "ModelCost",
+    "NextTurn",
     "PiCoreError",
     "ProviderError",
     "ProxyError",
+    "QueueMode",
     "StopReason",
     "StreamDone",
     "StreamError",
@@ -107,12 +138,18 @@ __all__ = (
     "ToolExecutionUpdate",
     "ToolResultMessage",
     "ToolUpdateCallback",
+    "TurnContext",
     "TurnEnd",
     "TurnStart",
     "Usage",
     "UsageCost",
     "UserMessage",
+    "agent_loop",
+    "agent_loop_continue",
+    "default_convert_to_llm",
     "register_provider",
+    "run_agent_loop",
+    "run_agent_loop_continue",
     "stream_simple",
     "unregister_provider",
 )

@@ -56,17 +56,20 @@ class EventStream(Generic[E, R]):
 async def open_event_stream(
     produce: Callable[[Callable[[E], Awaitable[None]]], Awaitable[R]],
     buffer_size: int = 64,
+    *,
+    stream_type: type[EventStream[E, R]] = EventStream,
 ) -> AsyncIterator[EventStream[E, R]]:
     """Run ``produce(emit)`` in a child task and hand its events to the block as an async iterator.
 
     ``emit`` waits while ``buffer_size`` events are unread, so a slow consumer slows the producer
-    and nothing is dropped. Leaving the block before the producer finishes cancels it; an
+    and nothing is dropped. ``stream_type`` may name a subclass of :class:`EventStream` to hand
+    out. Leaving the block before the producer finishes cancels it; an
     exception raised by the producer cancels the block and propagates out of it as itself.
     """
     if buffer_size < 0:
         raise ValueError(f"buffer_size must be >= 0, not {buffer_size}")
     send, receive = anyio.create_memory_object_stream[E](buffer_size)
-    stream: EventStream[E, R] = EventStream(receive)
+    stream = stream_type(receive)
     with unwrap_single_exception(), receive:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_produce, produce, send, stream)

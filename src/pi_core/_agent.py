@@ -1,0 +1,430 @@
+"""The Agent: a stateful facade over the loop, with queues, listeners and an abortable run.
+
+The Agent starts no background task: a run lives inside the awaited :meth:`Agent.prompt` or
+:meth:`Agent.continue_`. ``steer``, ``follow_up`` and ``abort`` may be called from any other task
+of the same event loop (from another thread, through ``anyio.from_thread.run_sync``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import attrs
+
+from ._events import AgentEnd, AgentEvent, MessageEnd, MessageStart, TurnEnd
+from ._exceptions import AgentBusyError
+from ._hooks import (
+    AfterToolCallContext,
+    AfterToolCallResult,
+    AgentLoopConfig,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+    MaybeAwaitable,
+    NextTurn,
+    ToolExecution,
+    TurnContext,
+    check_max_parallel_tools,
+    check_tool_execution,
+    default_convert_to_llm,
+)
+from ._loop import run_agent_loop, run_agent_loop_continue
+from ._messages import (
+    AgentContext,
+    AgentMessage,
+    AssistantMessage,
+    ImageContent,
+    Message,
+    Model,
+    TextContent,
+    ThinkingLevel,
+    UserMessage,
+)
+from ._options import StreamFn, StreamOptions
+from ._queue import MessageQueue, QueueMode, check_queue_mode
+from ._registry import stream_simple
+from ._state import AgentState
+from .nursery import AbortController, AbortSignal
+
+__all__ = ["Agent", "AgentListener"]
+
+BUSY_PROMPT_TEXT = (
+    "Agent is already processing a prompt. Use steer() or followUp() to queue messages, "
+    "or wait for completion."
+)
+BUSY_CONTINUE_TEXT = "Agent is already processing. Wait for completion before continuing."
+
+AgentListener = Callable[[AgentEvent, AbortSignal], "Awaitable[None] | None"]
+"""``listener(event, signal)``: sync or async; awaited in subscription order."""
+
+DEFAULT_MODEL = Model("unknown", input=())
+
+
+class _ActiveRun:
+    __slots__ = ("controller", "idle")
+
+    def __init__(self) -> None:
+        self.controller = AbortController()
+        self.idle = anyio.Event()
+
+
+class Agent:
+    """A stateful agent: prompt it, steer it, queue follow-ups, listen to it, abort it.
+
+    Every constructor option is also a read-write attribute, read when a run starts.
+    """
+
+    def __init__(
+        self,
+        *,
+        system_prompt: str = "",
+        model: Model = DEFAULT_MODEL,
+        thinking_level: ThinkingLevel = "off",
+        tools: Iterable[Any] = (),
+        messages: Iterable[AgentMessage] = (),
+        stream_fn: StreamFn = stream_simple,
+        convert_to_llm: Callable[[list[AgentMessage]], MaybeAwaitable[list[Message]]] = (
+            default_convert_to_llm
+        ),
+        transform_context: (
+            Callable[[list[AgentMessage], AbortSignal], MaybeAwaitable[list[AgentMessage]]] | None
+        ) = None,
+        get_api_key: Callable[[str], MaybeAwaitable[str | None]] | None = None,
+        before_tool_call: (
+            Callable[
+                [BeforeToolCallContext, AbortSignal], MaybeAwaitable[BeforeToolCallResult | None]
+            ]
+            | None
+        ) = None,
+        after_tool_call: (
+            Callable[
+                [AfterToolCallContext, AbortSignal], MaybeAwaitable[AfterToolCallResult | None]
+            ]
+            | None
+        ) = None,
+        prepare_next_turn: Callable[[TurnContext], MaybeAwaitable[NextTurn | None]] | None = None,
+        should_stop_after_turn: Callable[[TurnContext], MaybeAwaitable[bool]] | None = None,
+        steering_mode: QueueMode = "one-at-a-time",
+        follow_up_mode: QueueMode = "one-at-a-time",
+        tool_execution: ToolExecution = "parallel",
+        max_parallel_tools: int | None = None,
+        session_id: str | None = None,
+        thinking_budgets: Mapping[str, int] | None = None,
+        options: StreamOptions | None = None,
+    ) -> None:
+        self._state = AgentState(system_prompt, model, thinking_level, tools, messages)
+        self.stream_fn = stream_fn
+        self.convert_to_llm = convert_to_llm
+        self.transform_context = transform_context
+        self.get_api_key = get_api_key
+        self.before_tool_call = before_tool_call
+        self.after_tool_call = after_tool_call
+        self.prepare_next_turn = prepare_next_turn
+        self.should_stop_after_turn = should_stop_after_turn
+        self.tool_execution = tool_execution
+        self.max_parallel_tools = max_parallel_tools
+        self.session_id = session_id
+        self.thinking_budgets = thinking_budgets
+        self.options = options
+        self._steering = MessageQueue(steering_mode)
+        self._follow_ups = MessageQueue(follow_up_mode)
+        self._listeners: dict[AgentListener, None] = {}
+        self._active: _ActiveRun | None = None
+        check_tool_execution(tool_execution)
+        check_max_parallel_tools(max_parallel_tools)
+
+    # --- state ----------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> AgentState:
+        """The live state: transcript, tools, streaming message, pending tool calls, last error."""
+        return self._state
+
+    @property
+    def system_prompt(self) -> str:
+        return self._state.system_prompt
+
+    @system_prompt.setter
+    def system_prompt(self, value: str) -> None:
+        self._state.system_prompt = value
+
+    @property
+    def model(self) -> Model:
+        return self._state.model
+
+    @model.setter
+    def model(self, value: Model) -> None:
+        self._state.model = value
+
+    @property
+    def thinking_level(self) -> ThinkingLevel:
+        return self._state.thinking_level
+
+    @thinking_level.setter
+    def thinking_level(self, value: ThinkingLevel) -> None:
+        self._state.thinking_level = value
+
+    @property
+    def tools(self) -> list[Any]:
+        return self._state.tools
+
+    @tools.setter
+    def tools(self, value: Iterable[Any]) -> None:
+        self._state.tools = value  # type: ignore[assignment]
+
+    @property
+    def messages(self) -> list[AgentMessage]:
+        return self._state.messages
+
+    @messages.setter
+    def messages(self, value: Iterable[AgentMessage]) -> None:
+        self._state.messages = value  # type: ignore[assignment]
+
+    @property
+    def steering_mode(self) -> QueueMode:
+        """How steering is drained: ``"one-at-a-time"`` (one message per turn) or ``"all"``."""
+        return self._steering.mode
+
+    @steering_mode.setter
+    def steering_mode(self, mode: QueueMode) -> None:
+        self._steering.mode = check_queue_mode(mode)
+
+    @property
+    def follow_up_mode(self) -> QueueMode:
+        """How follow-ups are drained: ``"one-at-a-time"`` or ``"all"``."""
+        return self._follow_ups.mode
+
+    @follow_up_mode.setter
+    def follow_up_mode(self, mode: QueueMode) -> None:
+        self._follow_ups.mode = check_queue_mode(mode)
+
+    @property
+    def signal(self) -> AbortSignal | None:
+        """The running run's abort signal, or ``None`` when idle."""
+        return self._active.controller.signal if self._active is not None else None
+
+    # --- queues and listeners -------------------------------------------------------------------
+
+    def steer(self, message: AgentMessage | str) -> None:
+        """Queue a message to inject after the current turn's tool calls finish."""
+        self._steering.enqueue(_as_message(message))
+
+    def follow_up(self, message: AgentMessage | str) -> None:
+        """Queue a message to inject when the agent would otherwise stop."""
+        self._follow_ups.enqueue(_as_message(message))
+
+    def clear_steering_queue(self) -> None:
+        self._steering.clear()
+
+    def clear_follow_up_queue(self) -> None:
+        self._follow_ups.clear()
+
+    def clear_all_queues(self) -> None:
+        self._steering.clear()
+        self._follow_ups.clear()
+
+    def has_queued_messages(self) -> bool:
+        """True if a steering or follow-up message is waiting."""
+        return bool(self._steering) or bool(self._follow_ups)
+
+    def subscribe(self, listener: AgentListener) -> Callable[[], bool]:
+        """Call ``listener(event, signal)`` for every event; returns the unsubscribe function.
+
+        Listeners are awaited in subscription order after the state has been updated for the
+        event; subscribing the same function twice adds it once. The unsubscribe function
+        returns whether the listener was still subscribed.
+        """
+        self._listeners[listener] = None
+
+        def unsubscribe() -> bool:
+            return self._listeners.pop(listener, _MISSING) is not _MISSING
+
+        return unsubscribe
+
+    # --- runs -----------------------------------------------------------------------------------
+
+    async def prompt(
+        self,
+        message: str | AgentMessage | Sequence[AgentMessage],
+        images: Sequence[ImageContent] | None = None,
+    ) -> None:
+        """Run the agent on a prompt: text (with optional images), a message or a list of them.
+
+        Returns when the run has fully settled. Failures of the run become state
+        (``state.error_message``), not exceptions.
+
+        Raises:
+            AgentBusyError: a run is active.
+        """
+        if self._active is not None:
+            raise AgentBusyError(BUSY_PROMPT_TEXT)
+        await self._run_prompts(_as_prompts(message, images))
+
+    async def continue_(self) -> None:
+        """Continue from the current transcript (after a tool result, a user message, or an abort).
+
+        From an assistant tail it injects queued steering (else follow-ups) as a new prompt.
+
+        Raises:
+            AgentBusyError: a run is active.
+            ValueError: no messages, or an assistant tail with nothing queued.
+        """
+        if self._active is not None:
+            raise AgentBusyError(BUSY_CONTINUE_TEXT)
+        messages = self._state.messages
+        if not messages:
+            raise ValueError("No messages to continue from")
+        if messages[-1].role != "assistant":
+            await self._run(lambda signal: self._continue_loop(signal))
+            return
+        steering = self._steering.drain()
+        if steering:
+            await self._run_prompts(steering, skip_initial_steering_poll=True)
+            return
+        follow_ups = self._follow_ups.drain()
+        if follow_ups:
+            await self._run_prompts(follow_ups)
+            return
+        raise ValueError("Cannot continue from message role: assistant")
+
+    def abort(self, reason: object = None) -> None:
+        """Abort the active run (a no-op when idle); never raises."""
+        if self._active is not None:
+            self._active.controller.abort(reason)
+
+    async def wait_for_idle(self) -> None:
+        """Wait until the active run (if any) has settled, ``agent_end`` listeners included."""
+        if self._active is None:
+            await anyio.lowlevel.checkpoint()
+            return
+        await self._active.idle.wait()
+
+    def reset(self) -> None:
+        """Forget the transcript, the queues and the run state; an active run is not stopped."""
+        self._state._reset()
+        self.clear_all_queues()
+
+    # --- the run lifecycle ----------------------------------------------------------------------
+
+    async def _run_prompts(
+        self, prompts: list[AgentMessage], *, skip_initial_steering_poll: bool = False
+    ) -> None:
+        async def execute(signal: AbortSignal) -> None:
+            config = self._loop_config(skip_initial_steering_poll)
+            await run_agent_loop(prompts, self._snapshot(), config, self._process_event, signal)
+
+        await self._run(execute)
+
+    async def _continue_loop(self, signal: AbortSignal) -> None:
+        config = self._loop_config(False)
+        await run_agent_loop_continue(self._snapshot(), config, self._process_event, signal)
+
+    async def _run(self, execute: Callable[[AbortSignal], Awaitable[None]]) -> None:
+        active = self._active = _ActiveRun()
+        self._state._start_run()
+        try:
+            try:
+                await execute(active.controller.signal)
+            except Exception as exc:
+                await self._handle_run_failure(exc, active.controller.signal)
+        finally:
+            self._state._finish_run()
+            self._active = None
+            active.idle.set()
+
+    async def _handle_run_failure(self, exc: Exception, signal: AbortSignal) -> None:
+        """Close out a run that raised: the failure message gets the full event lifecycle."""
+        model = self._state.model
+        failure = AssistantMessage(
+            [TextContent("")],
+            model.api,
+            model.provider,
+            model.id,
+            stop_reason="aborted" if signal.aborted else "error",
+            error_message=str(exc) or type(exc).__name__,
+        )
+        for event in (
+            MessageStart(failure),
+            MessageEnd(failure),
+            TurnEnd(failure, []),
+            AgentEnd([failure]),
+        ):
+            await self._process_event(event)
+
+    def _snapshot(self) -> AgentContext:
+        state = self._state
+        return AgentContext(state.system_prompt, list(state.messages), list(state.tools))
+
+    def _loop_config(self, skip_initial_steering_poll: bool) -> AgentLoopConfig:
+        skip = [skip_initial_steering_poll]
+
+        def get_steering_messages() -> list[AgentMessage]:
+            if skip[0]:
+                skip[0] = False
+                return []
+            return self._steering.drain()
+
+        return AgentLoopConfig(
+            model=self._state.model,
+            stream_fn=self.stream_fn,
+            convert_to_llm=self.convert_to_llm,
+            transform_context=self.transform_context,
+            get_api_key=self.get_api_key,
+            get_steering_messages=get_steering_messages,
+            get_follow_up_messages=self._follow_ups.drain,
+            should_stop_after_turn=self.should_stop_after_turn,
+            prepare_next_turn=self.prepare_next_turn,
+            before_tool_call=self.before_tool_call,
+            after_tool_call=self.after_tool_call,
+            tool_execution=self.tool_execution,
+            max_parallel_tools=self.max_parallel_tools,
+            options=self._stream_options(),
+        )
+
+    def _stream_options(self) -> StreamOptions:
+        base = self.options if self.options is not None else StreamOptions()
+        level = self._state.thinking_level
+        return attrs.evolve(
+            base,
+            reasoning=None if level == "off" else level,
+            session_id=self.session_id if self.session_id is not None else base.session_id,
+            thinking_budgets=(
+                self.thinking_budgets
+                if self.thinking_budgets is not None
+                else base.thinking_budgets
+            ),
+        )
+
+    async def _process_event(self, event: AgentEvent) -> None:
+        """Reduce the state for the event, then await every listener in subscription order."""
+        active = self._active
+        assert active is not None, "Agent listener invoked outside active run"
+        signal = active.controller.signal
+        self._state._reduce(event, signal)
+        for listener in list(self._listeners):
+            returned = listener(event, signal)
+            if returned is not None:
+                await returned
+
+
+_MISSING: Any = object()
+
+
+def _as_message(message: AgentMessage | str) -> AgentMessage:
+    if isinstance(message, str):
+        return UserMessage([TextContent(message)])
+    return message
+
+
+def _as_prompts(
+    message: str | AgentMessage | Sequence[AgentMessage], images: Sequence[ImageContent] | None
+) -> list[AgentMessage]:
+    if isinstance(message, str):
+        content: list[TextContent | ImageContent] = [TextContent(message)]
+        content.extend(images or ())
+        return [UserMessage(content)]
+    if isinstance(message, Sequence):
+        return list(message)
+    return [message]

@@ -1,0 +1,293 @@
+"""One tool batch: preflight, execute and finalize every tool call of an assistant message.
+
+Parallel batches run each prepared call as a child task of one task group (see
+:func:`pi_core.nursery.fan_out`); the parent task is the only one that emits, so events stay in one
+total order while ``tool_execution_end`` follows completion and tool results follow source order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from inspect import isawaitable
+from typing import Any
+
+import anyio
+
+from ._events import (
+    AgentEvent,
+    MessageEnd,
+    MessageStart,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+)
+from ._hooks import (
+    AfterToolCallContext,
+    AfterToolCallResult,
+    AgentLoopConfig,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+)
+from ._messages import AgentContext, AssistantMessage, TextContent, ToolCall, ToolResultMessage
+from ._tools import AgentTool, AgentToolResult
+from ._validation import validate_tool_arguments
+from .nursery import AbortSignal, Post, fan_out
+
+__all__ = ["ABORTED_TEXT", "ToolBatch"]
+
+ABORTED_TEXT = "Operation aborted"
+
+Outcome = tuple[AgentToolResult, bool]
+"""A finalized call: its result and whether it is an error."""
+
+Emit = Callable[[AgentEvent], Awaitable[None]]
+
+
+def error_result(text: str) -> AgentToolResult:
+    """The result upstream gives a failed call: one text block, empty details, no terminate."""
+    return AgentToolResult([TextContent(text)], {})
+
+
+def _exception_text(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+class _Prepared:
+    """A call that passed preflight and is ready to execute."""
+
+    __slots__ = ("args", "call", "tool")
+
+    def __init__(self, call: ToolCall, tool: AgentTool, args: Any) -> None:
+        self.call = call
+        self.tool = tool
+        self.args = args
+
+
+class ToolBatch:
+    """Runs the tool calls of one assistant message and returns their results in source order."""
+
+    def __init__(
+        self,
+        *,
+        config: AgentLoopConfig,
+        context: AgentContext,
+        message: AssistantMessage,
+        emit: Emit,
+        signal: AbortSignal,
+        abortable: bool,
+    ) -> None:
+        self._config = config
+        self._context = context
+        self._message = message
+        self._emit = emit
+        self._signal = signal
+        self._abortable = abortable
+        self._tools: dict[str, AgentTool] = {}
+        for tool in reversed(context.tools):  # the first tool of a name wins, as upstream
+            self._tools[tool.name] = tool
+
+    async def run(self, calls: list[ToolCall]) -> tuple[list[ToolResultMessage], bool]:
+        """Run the batch; return the tool result messages and whether to stop after it."""
+        if self._is_sequential(calls):
+            messages, outcomes = await self._run_sequential(calls)
+        else:
+            outcomes = await self._run_parallel(calls)
+            messages = [
+                tool_result_message(call, outcome)
+                for call, outcome in zip(calls, outcomes, strict=True)
+            ]
+            for message in messages:
+                await self._emit_result(message)
+        terminate = all(result.terminate is True for result, _ in outcomes)
+        return messages, terminate
+
+    # --- modes ----------------------------------------------------------------------------------
+
+    def _is_sequential(self, calls: list[ToolCall]) -> bool:
+        if self._config.tool_execution == "sequential":
+            return True
+        tools = self._tools
+        for call in calls:
+            tool = tools.get(call.name)
+            if tool is not None and tool.execution_mode == "sequential":
+                return True
+        return False
+
+    async def _run_sequential(
+        self, calls: list[ToolCall]
+    ) -> tuple[list[ToolResultMessage], list[Outcome]]:
+        """start → updates → end → toolResult message, one call after another."""
+        messages: list[ToolResultMessage] = []
+        outcomes: list[Outcome] = []
+        for call in calls:
+            await self._emit(ToolExecutionStart(call.id, call.name, call.arguments))
+            prepared = await self._preflight(call)
+            if isinstance(prepared, _Prepared):
+                [outcome] = await fan_out([self._job(prepared)], on_message=self._emit)
+            else:
+                outcome = prepared
+            await self._emit(ToolExecutionEnd(call.id, call.name, *outcome))
+            message = tool_result_message(call, outcome)
+            await self._emit_result(message)
+            messages.append(message)
+            outcomes.append(outcome)
+        return messages, outcomes
+
+    async def _run_parallel(self, calls: list[ToolCall]) -> list[Outcome]:
+        """Sequential preflight, then every prepared call as a child task of one task group."""
+        outcomes: list[Outcome | None] = [None] * len(calls)
+        jobs = []
+        slots: list[int] = []
+        for index, call in enumerate(calls):
+            await self._emit(ToolExecutionStart(call.id, call.name, call.arguments))
+            prepared = await self._preflight(call)
+            if isinstance(prepared, _Prepared):
+                jobs.append(self._job(prepared))
+                slots.append(index)
+            else:
+                outcomes[index] = prepared
+                await self._emit(ToolExecutionEnd(call.id, call.name, *prepared))
+        if jobs:
+
+            async def on_complete(job_index: int, outcome: Outcome) -> None:
+                index = slots[job_index]
+                outcomes[index] = outcome
+                call = calls[index]
+                await self._emit(ToolExecutionEnd(call.id, call.name, *outcome))
+
+            limit = self._config.max_parallel_tools
+            limiter = anyio.CapacityLimiter(limit) if limit is not None else None
+            await fan_out(jobs, on_message=self._emit, on_complete=on_complete, limiter=limiter)
+        return outcomes  # type: ignore[return-value]  # every slot is filled by now
+
+    async def _emit_result(self, message: ToolResultMessage) -> None:
+        await self._emit(MessageStart(message))
+        await self._emit(MessageEnd(message))
+
+    # --- preflight ------------------------------------------------------------------------------
+
+    async def _preflight(self, call: ToolCall) -> _Prepared | Outcome:
+        """Find the tool, prepare and validate the arguments, ask ``before_tool_call``."""
+        if self._signal.aborted:
+            return error_result(ABORTED_TEXT), True
+        tool = self._tools.get(call.name)
+        if tool is None:
+            return error_result(f"Tool {call.name} not found"), True
+        try:
+            args = validate_tool_arguments(tool, self._prepared_call(tool, call))
+            verdict = await self._before_tool_call(call, args)
+        except Exception as exc:
+            return error_result(_exception_text(exc)), True
+        if self._signal.aborted:
+            return error_result(ABORTED_TEXT), True
+        if verdict is not None and verdict.block:
+            return error_result(verdict.reason or "Tool execution was blocked"), True
+        return _Prepared(call, tool, args)
+
+    @staticmethod
+    def _prepared_call(tool: AgentTool, call: ToolCall) -> ToolCall:
+        if tool.prepare_arguments is None:
+            return call
+        arguments = tool.prepare_arguments(call.arguments)
+        if arguments is call.arguments:
+            return call
+        return ToolCall(call.id, call.name, arguments, call.thought_signature)
+
+    async def _before_tool_call(self, call: ToolCall, args: Any) -> BeforeToolCallResult | None:
+        hook = self._config.before_tool_call
+        if hook is None:
+            return None
+        context = BeforeToolCallContext(self._message, call, args, self._context)
+        verdict = hook(context, self._signal)
+        if isawaitable(verdict):
+            verdict = await self._abortable_await(verdict)
+        return verdict
+
+    async def _abortable_await(self, awaitable: Awaitable[Any]) -> Any:
+        """Await a hook so that an abort cancels it at once; an aborted hook returns ``None``."""
+        if not self._abortable:
+            return await awaitable
+        with self._signal.scope():
+            return await awaitable
+        return None
+
+    # --- execute and finalize -------------------------------------------------------------------
+
+    def _job(self, prepared: _Prepared) -> Callable[[Post[AgentEvent]], Awaitable[Outcome]]:
+        async def job(post: Post[AgentEvent]) -> Outcome:
+            if not self._abortable:
+                return await self._execute_and_finalize(prepared, post)
+            with self._signal.scope():
+                return await self._execute_and_finalize(prepared, post)
+            return error_result(ABORTED_TEXT), True
+
+        return job
+
+    async def _execute_and_finalize(self, prepared: _Prepared, post: Post[AgentEvent]) -> Outcome:
+        result, is_error = await self._execute(prepared, post)
+        if self._config.after_tool_call is None:
+            return result, is_error
+        try:
+            return await self._after_tool_call(prepared, result, is_error)
+        except Exception as exc:
+            return error_result(_exception_text(exc)), True
+
+    async def _execute(self, prepared: _Prepared, post: Post[AgentEvent]) -> Outcome:
+        call, tool = prepared.call, prepared.tool
+
+        def on_update(partial: AgentToolResult) -> None:
+            post(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
+
+        timeout = tool.timeout
+        try:
+            if timeout is None:
+                returned = await tool.execute(call.id, prepared.args, self._signal, on_update)
+            else:
+                with anyio.move_on_after(timeout) as deadline:
+                    returned = await tool.execute(call.id, prepared.args, self._signal, on_update)
+                if deadline.cancelled_caught:
+                    return error_result(f"Tool {tool.name} timed out after {timeout:g} s"), True
+            return _as_result(tool, returned), False
+        except Exception as exc:
+            return error_result(_exception_text(exc)), True
+
+    async def _after_tool_call(
+        self, prepared: _Prepared, result: AgentToolResult, is_error: bool
+    ) -> Outcome:
+        hook = self._config.after_tool_call
+        assert hook is not None
+        context = AfterToolCallContext(
+            self._message, prepared.call, prepared.args, result, is_error, self._context
+        )
+        override = hook(context, self._signal)
+        if isawaitable(override):
+            override = await override
+        if override is None:
+            return result, is_error
+        return _merge(result, is_error, override)
+
+
+def tool_result_message(call: ToolCall, outcome: Outcome) -> ToolResultMessage:
+    """The toolResult message of a finalized call (``terminate`` stays out of it, as upstream)."""
+    result, is_error = outcome
+    return ToolResultMessage(call.id, call.name, result.content, result.details, is_error)
+
+
+def _as_result(tool: AgentTool, returned: object) -> AgentToolResult:
+    if isinstance(returned, AgentToolResult):
+        return returned
+    if isinstance(returned, str):
+        return AgentToolResult([TextContent(returned)])
+    raise TypeError(
+        f"Tool {tool.name} returned {type(returned).__name__}, expected AgentToolResult or str"
+    )
+
+
+def _merge(result: AgentToolResult, is_error: bool, override: AfterToolCallResult) -> Outcome:
+    """Upstream's ``??`` merge: every field of the override that is not ``None`` wins."""
+    merged = AgentToolResult(
+        result.content if override.content is None else override.content,
+        result.details if override.details is None else override.details,
+        result.terminate if override.terminate is None else override.terminate,
+    )
+    return merged, is_error if override.is_error is None else override.is_error

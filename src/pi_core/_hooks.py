@@ -1,0 +1,159 @@
+"""The loop's configuration and the context / result classes its hooks receive and return."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Literal, TypeVar
+
+import attrs
+
+from ._messages import (
+    AgentContext,
+    AgentMessage,
+    AssistantMessage,
+    ImageContent,
+    Message,
+    Model,
+    TextContent,
+    ThinkingLevel,
+    ToolCall,
+    ToolResultMessage,
+)
+from ._options import StreamFn, StreamOptions
+from ._registry import stream_simple
+from ._tools import AgentToolResult
+from .nursery import AbortSignal
+
+__all__ = [
+    "AfterToolCallContext",
+    "AfterToolCallResult",
+    "AgentLoopConfig",
+    "BeforeToolCallContext",
+    "BeforeToolCallResult",
+    "MaybeAwaitable",
+    "NextTurn",
+    "ToolExecution",
+    "TurnContext",
+    "default_convert_to_llm",
+]
+
+T = TypeVar("T")
+MaybeAwaitable = T | Awaitable[T]
+ToolExecution = Literal["parallel", "sequential"]
+
+_LLM_ROLES = frozenset(("user", "assistant", "toolResult"))
+
+
+def default_convert_to_llm(messages: Sequence[AgentMessage]) -> list[Message]:
+    """Keep the messages a model understands (roles user, assistant, toolResult); drop the rest."""
+    return [message for message in messages if message.role in _LLM_ROLES]  # type: ignore[misc]
+
+
+@attrs.frozen
+class BeforeToolCallContext:
+    """What ``before_tool_call`` sees: ``args`` is the validated copy ``execute`` will receive."""
+
+    assistant_message: AssistantMessage
+    tool_call: ToolCall
+    """The raw block from the assistant message."""
+    args: Any = attrs.field(hash=False)
+    context: AgentContext = attrs.field(hash=False)
+
+
+@attrs.frozen
+class BeforeToolCallResult:
+    """``block=True`` turns the call into an error result with ``reason`` as its text."""
+
+    block: bool = False
+    reason: str | None = None
+
+
+@attrs.frozen
+class AfterToolCallContext:
+    """What ``after_tool_call`` sees: the executed outcome, before any override."""
+
+    assistant_message: AssistantMessage
+    tool_call: ToolCall
+    args: Any = attrs.field(hash=False)
+    result: AgentToolResult
+    is_error: bool
+    context: AgentContext = attrs.field(hash=False)
+
+
+@attrs.frozen
+class AfterToolCallResult:
+    """A partial override of a tool's result: each field that is not ``None`` replaces it."""
+
+    content: list[TextContent | ImageContent] | None = attrs.field(default=None, hash=False)
+    details: Any = attrs.field(default=None, hash=False)
+    is_error: bool | None = None
+    terminate: bool | None = None
+
+
+@attrs.frozen
+class TurnContext:
+    """What ``prepare_next_turn`` and ``should_stop_after_turn`` see after a turn."""
+
+    message: AssistantMessage
+    tool_results: list[ToolResultMessage] = attrs.field(hash=False)
+    context: AgentContext = attrs.field(hash=False)
+    """The live working context; it already holds the assistant message and the tool results."""
+    new_messages: list[AgentMessage] = attrs.field(hash=False)
+    """The live list the run will return."""
+
+
+@attrs.frozen
+class NextTurn:
+    """What ``prepare_next_turn`` may change before the next model call."""
+
+    context: AgentContext | None = attrs.field(default=None, hash=False)
+    model: Model | None = None
+    thinking_level: ThinkingLevel | None = None
+    """Replaces ``options.reasoning``; ``"off"`` means no reasoning."""
+
+
+def check_max_parallel_tools(value: int | None) -> None:
+    """Raise ``ValueError`` unless ``value`` is a positive int or ``None``."""
+    if value is not None and (not isinstance(value, int) or value < 1):
+        raise ValueError(f"max_parallel_tools must be a positive int or None, not {value!r}")
+
+
+def check_tool_execution(value: str) -> None:
+    """Raise ``ValueError`` unless ``value`` is ``"parallel"`` or ``"sequential"``."""
+    if value not in ("parallel", "sequential"):
+        raise ValueError(f"tool_execution must be 'parallel' or 'sequential', not {value!r}")
+
+
+@attrs.frozen
+class AgentLoopConfig:
+    """How a run calls the model and its hooks. Every hook may be sync or async."""
+
+    model: Model
+    stream_fn: StreamFn = stream_simple
+    convert_to_llm: Callable[[list[AgentMessage]], MaybeAwaitable[list[Message]]] = (
+        default_convert_to_llm
+    )
+    transform_context: (
+        Callable[[list[AgentMessage], AbortSignal], MaybeAwaitable[list[AgentMessage]]] | None
+    ) = None
+    get_api_key: Callable[[str], MaybeAwaitable[str | None]] | None = None
+    get_steering_messages: Callable[[], MaybeAwaitable[Sequence[AgentMessage]]] | None = None
+    get_follow_up_messages: Callable[[], MaybeAwaitable[Sequence[AgentMessage]]] | None = None
+    should_stop_after_turn: Callable[[TurnContext], MaybeAwaitable[bool]] | None = None
+    prepare_next_turn: Callable[[TurnContext], MaybeAwaitable[NextTurn | None]] | None = None
+    before_tool_call: (
+        Callable[[BeforeToolCallContext, AbortSignal], MaybeAwaitable[BeforeToolCallResult | None]]
+        | None
+    ) = None
+    after_tool_call: (
+        Callable[[AfterToolCallContext, AbortSignal], MaybeAwaitable[AfterToolCallResult | None]]
+        | None
+    ) = None
+    tool_execution: ToolExecution = attrs.field(
+        default="parallel", validator=lambda _c, _a, value: check_tool_execution(value)
+    )
+    max_parallel_tools: int | None = attrs.field(
+        default=None, validator=lambda _c, _a, value: check_max_parallel_tools(value)
+    )
+    """Caps how many ``execute`` calls of a parallel batch run at once."""
+    options: StreamOptions = attrs.Factory(StreamOptions)

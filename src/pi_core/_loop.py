@@ -1,0 +1,426 @@
+"""The agent loop: turns of one model call and its tool batch, until the model stops asking.
+
+A run is one structured-concurrency tree. It emits every event through one awaited ``emit``; an
+abort cancels the running phase (the model stream, the running tools, awaited tool hooks) and the
+run then closes out in order, outside the cancelled scope.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from inspect import isawaitable
+from typing import Any
+
+import anyio
+import attrs
+
+from ._batch import ToolBatch
+from ._events import (
+    AgentEnd,
+    AgentEvent,
+    AgentStart,
+    AssistantMessageEvent,
+    MessageEnd,
+    MessageStart,
+    MessageUpdate,
+    TurnEnd,
+    TurnStart,
+)
+from ._hooks import AgentLoopConfig, NextTurn, TurnContext
+from ._messages import (
+    AgentContext,
+    AgentMessage,
+    AssistantMessage,
+    Context,
+    Message,
+    ToolCall,
+    ToolResultMessage,
+)
+from ._options import StreamOptions
+from .nursery import AbortSignal, EventStream, open_event_stream
+
+__all__ = [
+    "ABORTED_REQUEST_TEXT",
+    "AgentEventStream",
+    "Emit",
+    "agent_loop",
+    "agent_loop_continue",
+    "run_agent_loop",
+    "run_agent_loop_continue",
+]
+
+ABORTED_REQUEST_TEXT = "Request was aborted"
+_NO_TERMINAL_TEXT = "Stream ended without a terminal event"
+
+Emit = Callable[[AgentEvent], "Awaitable[None] | None"]
+"""``emit(event)``: sync or async; awaited before the run goes on."""
+
+
+class AgentEventStream(EventStream[AgentEvent, list[AgentMessage]]):
+    """The events of a run, as handed out by :func:`agent_loop`.
+
+    Iterate it with ``async for``; ``await events.result()`` drains what is left and returns the
+    run's new messages.
+    """
+
+    __slots__ = ()
+
+
+async def run_agent_loop(
+    prompts: Sequence[AgentMessage],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: Emit,
+    signal: AbortSignal | None = None,
+) -> list[AgentMessage]:
+    """Run the agent on ``prompts`` after ``context``; return the run's new messages.
+
+    ``emit`` receives every event in one total order and is awaited before the run goes on. The
+    caller's ``context.messages`` list is not changed.
+    """
+    run = _Run(context, config, emit, signal, list(prompts))
+    run.context.messages.extend(prompts)
+    await run.emit(AgentStart())
+    await run.emit(TurnStart())
+    for prompt in prompts:
+        await run.emit(MessageStart(prompt))
+        await run.emit(MessageEnd(prompt))
+    await run.run_turns()
+    return run.new_messages
+
+
+async def run_agent_loop_continue(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: Emit,
+    signal: AbortSignal | None = None,
+) -> list[AgentMessage]:
+    """Continue from ``context`` as it is (its last message must not be the assistant's).
+
+    Raises:
+        ValueError: the context is empty, or ends with an assistant message.
+    """
+    check_can_continue(context)
+    run = _Run(context, config, emit, signal, [])
+    await run.emit(AgentStart())
+    await run.emit(TurnStart())
+    await run.run_turns()
+    return run.new_messages
+
+
+def agent_loop(
+    prompts: Sequence[AgentMessage],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    signal: AbortSignal | None = None,
+    buffer_size: int = 64,
+) -> AbstractAsyncContextManager[AgentEventStream]:
+    """``async with agent_loop(...) as events``: the run's events as an async iterator.
+
+    The run is a child task of the block. It may be up to ``buffer_size`` events ahead of the
+    consumer, so an abort issued by the consumer acts where the run is, not where the consumer has
+    read to. Leaving the block before the run ends cancels the run; an exception of the run
+    propagates out of the block.
+    """
+
+    async def produce(emit: Callable[[AgentEvent], Awaitable[None]]) -> list[AgentMessage]:
+        return await run_agent_loop(prompts, context, config, emit, signal)
+
+    return open_event_stream(produce, buffer_size, stream_type=AgentEventStream)
+
+
+def agent_loop_continue(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    signal: AbortSignal | None = None,
+    buffer_size: int = 64,
+) -> AbstractAsyncContextManager[AgentEventStream]:
+    """The event-stream form of :func:`run_agent_loop_continue`; validates before returning.
+
+    Raises:
+        ValueError: the context is empty, or ends with an assistant message.
+    """
+    check_can_continue(context)
+
+    async def produce(emit: Callable[[AgentEvent], Awaitable[None]]) -> list[AgentMessage]:
+        return await run_agent_loop_continue(context, config, emit, signal)
+
+    return open_event_stream(produce, buffer_size, stream_type=AgentEventStream)
+
+
+def check_can_continue(context: AgentContext) -> None:
+    """Raise upstream's ``ValueError`` unless a continuation can start from ``context``."""
+    if not context.messages:
+        raise ValueError("Cannot continue: no messages in context")
+    if context.messages[-1].role == "assistant":
+        raise ValueError("Cannot continue from message role: assistant")
+
+
+class _Run:
+    """The state of one run: its working context, new messages, options and abort plumbing."""
+
+    def __init__(
+        self,
+        context: AgentContext,
+        config: AgentLoopConfig,
+        emit: Emit,
+        signal: AbortSignal | None,
+        new_messages: list[AgentMessage],
+    ) -> None:
+        self.context = AgentContext(context.system_prompt, list(context.messages), context.tools)
+        self.config = config
+        self.model = config.model
+        self.new_messages = new_messages
+        self._user_emit = emit
+        # Tools always get a signal; without one from the caller nothing can abort, so the
+        # run skips its cancel scopes altogether.
+        self.abortable = signal is not None
+        self.signal = signal if signal is not None else AbortSignal()
+        self._options = attrs.evolve(config.options, signal=self.signal)
+        self._stream = _AssistantStream(self)
+
+    async def emit(self, event: AgentEvent) -> None:
+        returned = self._user_emit(event)
+        if returned is not None:
+            await returned
+
+    # --- turns ----------------------------------------------------------------------------------
+
+    async def run_turns(self) -> None:
+        """Upstream's ``runLoop``, plus the abort checks of the close-out."""
+        first_turn = True
+        pending = await self._poll(self.config.get_steering_messages)
+        while True:
+            has_more_tool_calls = True
+            while has_more_tool_calls or pending:
+                if first_turn:
+                    first_turn = False
+                else:
+                    await self.emit(TurnStart())
+                await self._inject(pending)
+                message = await self._stream.run()
+                self.new_messages.append(message)
+                if message.stop_reason == "error" or message.stop_reason == "aborted":
+                    await self.emit(TurnEnd(message, []))
+                    await self.emit(AgentEnd(self.new_messages))
+                    return
+                tool_results, has_more_tool_calls = await self._run_tools(message)
+                await self.emit(TurnEnd(message, tool_results))
+                if self.signal.aborted:
+                    await self.emit(AgentEnd(self.new_messages))
+                    return
+                if await self._stop_after_turn(message, tool_results):
+                    await self.emit(AgentEnd(self.new_messages))
+                    return
+                pending = await self._poll(self.config.get_steering_messages)
+            pending = await self._poll(self.config.get_follow_up_messages)
+            if not pending:
+                break
+        await self.emit(AgentEnd(self.new_messages))
+
+    async def _inject(self, pending: Sequence[AgentMessage]) -> None:
+        for message in pending:
+            await self.emit(MessageStart(message))
+            await self.emit(MessageEnd(message))
+            self.context.messages.append(message)
+            self.new_messages.append(message)
+
+    async def _poll(self, getter: Callable[[], Any] | None) -> Sequence[AgentMessage]:
+        """Ask a queue getter for messages, unless there is none or the run was aborted."""
+        if getter is None or self.signal.aborted:
+            return ()
+        messages = getter()
+        if isawaitable(messages):
+            messages = await messages
+        return messages or ()
+
+    async def _run_tools(self, message: AssistantMessage) -> tuple[list[ToolResultMessage], bool]:
+        calls = [block for block in message.content if isinstance(block, ToolCall)]
+        if not calls:
+            return [], False
+        batch = ToolBatch(
+            config=self.config,
+            context=self.context,
+            message=message,
+            emit=self.emit,
+            signal=self.signal,
+            abortable=self.abortable,
+        )
+        results, terminate = await batch.run(calls)
+        self.context.messages.extend(results)
+        self.new_messages.extend(results)
+        return results, not terminate
+
+    async def _stop_after_turn(
+        self, message: AssistantMessage, tool_results: list[ToolResultMessage]
+    ) -> bool:
+        config = self.config
+        if config.prepare_next_turn is None and config.should_stop_after_turn is None:
+            return False
+        turn = TurnContext(message, tool_results, self.context, self.new_messages)
+        if config.prepare_next_turn is not None:
+            next_turn = await _call(config.prepare_next_turn, turn)
+            if next_turn is not None:
+                self._apply(next_turn)
+                turn = TurnContext(message, tool_results, self.context, self.new_messages)
+        if config.should_stop_after_turn is None:
+            return False
+        return bool(await _call(config.should_stop_after_turn, turn))
+
+    def _apply(self, next_turn: NextTurn) -> None:
+        if next_turn.context is not None:
+            self.context = next_turn.context
+        if next_turn.model is not None:
+            self.model = next_turn.model
+        if next_turn.thinking_level is not None:
+            level = None if next_turn.thinking_level == "off" else next_turn.thinking_level
+            self._options = attrs.evolve(self._options, reasoning=level)
+
+    async def stream_options(self) -> StreamOptions:
+        """The options of the next model call, with the resolved API key."""
+        get_api_key = self.config.get_api_key
+        if get_api_key is None:
+            return self._options
+        key = await _call(get_api_key, self.model.provider)
+        if not key or key == self._options.api_key:
+            return self._options
+        return attrs.evolve(self._options, api_key=key)
+
+
+class _AssistantStream:
+    """Streams one assistant reply into ``message_start`` / ``message_update`` / ``message_end``.
+
+    An abort cancels the model call at once, except while an event is being emitted: listeners
+    are never cancelled by an abort, so the cancellation waits for the emit to return.
+    """
+
+    __slots__ = ("_cancel_deferred", "_emitting", "_partial", "_run", "_scope", "_started")
+
+    def __init__(self, run: _Run) -> None:
+        self._run = run
+        self._scope: anyio.CancelScope | None = None
+        self._emitting = False
+        self._cancel_deferred = False
+        self._partial: AssistantMessage | None = None
+        self._started = False
+
+    async def run(self) -> AssistantMessage:
+        """Stream the reply and return the final message, already emitted and in the context."""
+        run = self._run
+        self._partial = None
+        self._started = False
+        final: AssistantMessage | None = None
+        if not run.abortable:
+            final = await self._stream()
+        elif not run.signal.aborted:
+            final = await self._stream_abortable()
+        if final is None:
+            final = self._aborted_message()
+        if not self._started:
+            await run.emit(MessageStart(final.shallow_copy()))
+        run.context.messages.append(final)
+        await run.emit(MessageEnd(final))
+        return final
+
+    async def _stream_abortable(self) -> AssistantMessage | None:
+        with anyio.CancelScope() as scope:
+            self._scope = scope
+            self._cancel_deferred = False
+            unregister = self._run.signal.on_abort(self._on_abort)
+            try:
+                return await self._stream()
+            finally:
+                unregister()
+                self._scope = None
+        return None
+
+    def _on_abort(self) -> None:
+        if self._emitting:
+            self._cancel_deferred = True
+        elif self._scope is not None:
+            self._scope.cancel()
+
+    async def _emit(self, event: AgentEvent) -> None:
+        self._emitting = True
+        try:
+            await self._run.emit(event)
+        finally:
+            self._emitting = False
+        if self._cancel_deferred and self._scope is not None:
+            self._scope.cancel()
+
+    async def _stream(self) -> AssistantMessage:
+        run = self._run
+        messages: list[AgentMessage] = run.context.messages
+        if run.config.transform_context is not None:
+            messages = await _call(run.config.transform_context, messages, run.signal)
+        llm_messages: list[Message] = await _call(run.config.convert_to_llm, messages)
+        context = Context(run.context.system_prompt, llm_messages, run.context.tools)
+        options = await run.stream_options()
+        try:
+            events = run.config.stream_fn(run.model, context, options)
+            if isawaitable(events):
+                events = await events
+            iterator = aiter(events)
+        except Exception as exc:
+            return self._failed_message(exc)
+        try:
+            return await self._consume(iterator)
+        finally:
+            aclose = getattr(iterator, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def _consume(self, iterator: AsyncIterator[AssistantMessageEvent]) -> AssistantMessage:
+        while True:
+            try:
+                event = await anext(iterator)
+            except StopAsyncIteration:
+                return self._failed_message(RuntimeError(_NO_TERMINAL_TEXT))
+            except Exception as exc:
+                return self._failed_message(exc)
+            kind = event.type
+            if kind == "done":
+                return event.message  # type: ignore[union-attr]
+            if kind == "error":
+                return event.error  # type: ignore[union-attr]
+            if kind == "start":
+                self._partial = event.partial  # type: ignore[union-attr]
+                self._started = True
+                await self._emit(MessageStart(event.partial.shallow_copy()))  # type: ignore[union-attr]
+            elif self._started:  # content events before ``start`` are ignored, as upstream
+                self._partial = event.partial  # type: ignore[union-attr]
+                await self._emit(MessageUpdate(event.partial.shallow_copy(), event))  # type: ignore[union-attr]
+
+    def _aborted_message(self) -> AssistantMessage:
+        return self._final_from_partial("aborted", ABORTED_REQUEST_TEXT)
+
+    def _failed_message(self, exc: BaseException) -> AssistantMessage:
+        return self._final_from_partial("error", str(exc) or type(exc).__name__)
+
+    def _final_from_partial(self, stop_reason: Any, error_message: str) -> AssistantMessage:
+        partial = self._partial
+        if partial is None:
+            model = self._run.model
+            return AssistantMessage(
+                [],
+                model.api,
+                model.provider,
+                model.id,
+                stop_reason=stop_reason,
+                error_message=error_message,
+            )
+        final = partial.shallow_copy()
+        final.content = list(partial.content)
+        final.stop_reason = stop_reason
+        final.error_message = error_message
+        return final
+
+
+async def _call(hook: Callable[..., Any], *args: Any) -> Any:
+    """Call a hook that may be sync or async."""
+    result = hook(*args)
+    if isawaitable(result):
+        return await result
+    return result
