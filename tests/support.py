@@ -115,3 +115,13 @@ class BlockingStream:
             await anyio.sleep_forever()
         finally:
             self.closed = True
+
+
+def logging_getter(log: list[str], tag: str, *messages: Any) -> Callable[[], list[Any]]:
+    """A queue getter that notes each poll in ``log`` and returns ``messages`` every time."""
+
+    def get() -> list[Any]:
+        log.append(tag)
+        return list(messages)
+
+    return get

@@ -22,7 +22,7 @@ from pi_core import (
 )
 from pi_core.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 from pi_core.testing import check_event_grammar, check_transcript
-from support import BlockingStream, Recorder, faux, make_tool
+from support import BlockingStream, Recorder, faux, logging_getter, make_tool
 
 pytestmark = pytest.mark.anyio
 
@@ -115,8 +115,8 @@ async def test_already_aborted_signal_never_calls_the_model() -> None:
     config = AgentLoopConfig(
         Model("m", api="a", provider="p"),
         stream_fn=stream,
-        get_steering_messages=lambda: polls.append("S") or [],
-        get_follow_up_messages=lambda: polls.append("F") or [],
+        get_steering_messages=logging_getter(polls, "S"),
+        get_follow_up_messages=logging_getter(polls, "F"),
     )
     recorder = Recorder()
     new = await run_agent_loop(
@@ -161,7 +161,7 @@ async def test_abort_during_parallel_batch_closes_out_every_call() -> None:
         controller.abort()
 
     recorder = Recorder()
-    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)  # type: ignore[arg-type]
+    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)
     context = AgentContext(tools=[make_tool("quick"), make_tool("stuck", stuck)])
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
@@ -199,7 +199,7 @@ async def test_abort_in_sequential_batch_closes_out_the_calls_not_started() -> N
 
     recorder = Recorder()
     config = AgentLoopConfig(
-        provider.get_model(),  # type: ignore[arg-type]
+        provider.get_model(),
         stream_fn=provider.stream,
         tool_execution="sequential",
     )
@@ -232,7 +232,7 @@ async def test_abort_during_an_async_before_hook_cancels_it() -> None:
 
     recorder = Recorder()
     config = AgentLoopConfig(
-        provider.get_model(),  # type: ignore[arg-type]
+        provider.get_model(),
         stream_fn=provider.stream,
         before_tool_call=before,
     )
@@ -268,10 +268,10 @@ async def test_no_polls_after_abort_and_queues_keep_their_messages() -> None:
         return []
 
     config = AgentLoopConfig(
-        provider.get_model(),  # type: ignore[arg-type]
+        provider.get_model(),
         stream_fn=provider.stream,
         get_steering_messages=get_steering,
-        get_follow_up_messages=lambda: polls.append("F") or follow_ups,
+        get_follow_up_messages=logging_getter(polls, "F", *follow_ups),
     )
     new = await run_agent_loop(
         [UserMessage("go")],
@@ -303,7 +303,7 @@ async def test_messages_drained_before_an_abort_are_injected() -> None:
 
     calls_before = provider.call_count
     config = AgentLoopConfig(
-        provider.get_model(),  # type: ignore[arg-type]
+        provider.get_model(),
         stream_fn=provider.stream,
         get_steering_messages=lambda: [] if not recorder.of_type("turn_end") else drain(),
     )
@@ -328,7 +328,7 @@ async def test_abort_after_the_final_reply_changes_nothing() -> None:
     new = await run_agent_loop(
         [UserMessage("go")],
         AgentContext(),
-        AgentLoopConfig(provider.get_model(), stream_fn=provider.stream),  # type: ignore[arg-type]
+        AgentLoopConfig(provider.get_model(), stream_fn=provider.stream),
         emit,
         controller.signal,
     )
@@ -352,7 +352,7 @@ async def test_outside_cancellation_is_not_an_abort() -> None:
         return "never"  # pragma: no cover
 
     recorder = Recorder()
-    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)  # type: ignore[arg-type]
+    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
 

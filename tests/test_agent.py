@@ -48,7 +48,7 @@ BUSY_CONTINUE = "Agent is already processing. Wait for completion before continu
 
 
 def make_agent(provider: FauxProvider, **options: Any) -> Agent:
-    return Agent(model=provider.get_model(), stream_fn=provider.stream, **options)  # type: ignore[arg-type]
+    return Agent(model=provider.get_model(), stream_fn=provider.stream, **options)
 
 
 class Listener:
@@ -65,6 +65,10 @@ class Listener:
 
     def types(self) -> list[str]:
         return [e.type for e in self.events if e.type != "message_update"]
+
+
+def error_of(agent: Agent) -> str | None:
+    return agent.state.error_message
 
 
 def roles(agent: Agent) -> list[str]:
@@ -311,7 +315,7 @@ async def test_abort_during_tools_then_continue_resumes() -> None:
     assert roles(agent) == ["user", "assistant", "toolResult"]
     await agent.continue_()
     assert roles(agent)[-1] == "assistant"
-    assert agent.state.error_message is None
+    assert error_of(agent) is None
     check_transcript(agent.state.messages)
 
 
@@ -340,7 +344,7 @@ async def test_host_cancellation_leaves_the_agent_idle_and_usable() -> None:
     provider = faux()
     provider.set_responses([faux_assistant_message("fine")])
     agent.stream_fn = provider.stream
-    agent.model = provider.get_model()  # type: ignore[assignment]
+    agent.model = provider.get_model()
     await agent.prompt("again")
     assert agent.state.messages[-1].content == [TextContent("fine")]  # type: ignore[union-attr]
 

@@ -17,8 +17,12 @@ from pi_core import (
     BeforeToolCallContext,
     BeforeToolCallResult,
     ImageContent,
+    MessageEnd,
+    MessageStart,
     TextContent,
     ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
     ToolResultMessage,
     UserMessage,
     run_agent_loop,
@@ -47,7 +51,7 @@ async def run(
     on_event = options.pop("on_event", None)
     provider = faux()
     script(provider, *calls)
-    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream, **options)  # type: ignore[arg-type]
+    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream, **options)
     recorder = Recorder()
 
     def emit(event: Any) -> None:
@@ -66,10 +70,12 @@ def tool_events(recorder: Recorder) -> list[tuple[str, str]]:
     """(kind, call id) for tool executions and toolResult messages, in emitted order."""
     out = []
     for event in recorder.events:
-        if event.type.startswith("tool_execution"):
-            out.append((event.type.removeprefix("tool_execution_"), event.tool_call_id))  # type: ignore[union-attr]
-        elif event.type in ("message_start", "message_end") and event.message.role == "toolResult":  # type: ignore[union-attr]
-            out.append((event.type, event.message.tool_call_id))  # type: ignore[union-attr]
+        if isinstance(event, (ToolExecutionStart, ToolExecutionUpdate, ToolExecutionEnd)):
+            out.append((event.type.removeprefix("tool_execution_"), event.tool_call_id))
+        elif isinstance(event, (MessageStart, MessageEnd)) and isinstance(
+            event.message, ToolResultMessage
+        ):
+            out.append((event.type, event.message.tool_call_id))
     return out
 
 
@@ -395,7 +401,7 @@ async def test_updates_never_block_the_tool_and_precede_its_end() -> None:
 
     provider = faux()
     script(provider, ("chatty", "a", {}))
-    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)  # type: ignore[arg-type]
+    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)
     with anyio.fail_after(10):
         async with anyio.create_task_group() as tg:
             tg.start_soon(releaser)
@@ -436,12 +442,12 @@ async def test_max_parallel_tools_caps_concurrent_executes() -> None:
         nonlocal running, most
         running += 1
         most = max(most, running)
-        for _ in range(5):
+        for _step in range(5):
             await anyio.lowlevel.checkpoint()
         running -= 1
         return "ok"
 
-    calls = [("t", f"c{i}", {}) for i in range(6)]
+    calls: list[tuple[str, str, dict[str, Any]]] = [("t", f"c{i}", {}) for i in range(6)]
     await run([make_tool("t", execute)], *calls, max_parallel_tools=2)
     assert most == 2
 
@@ -458,15 +464,15 @@ async def test_parallel_emits_are_serialized() -> None:
         inside -= 1
 
     async def chatty(_id: str, _p: Any, _s: Any, on_update: Any) -> str:
-        for _ in range(3):
+        for _tick in range(3):
             on_update(AgentToolResult([TextContent("tick")]))
             await anyio.lowlevel.checkpoint()
         return "ok"
 
-    calls = [("t", f"c{i}", {}) for i in range(5)]
+    calls: list[tuple[str, str, dict[str, Any]]] = [("t", f"c{i}", {}) for i in range(5)]
     provider = faux()
     script(provider, *calls)
-    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)  # type: ignore[arg-type]
+    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)
     context = AgentContext(tools=[make_tool("t", chatty)])
     await run_agent_loop([UserMessage("go")], context, config, emit)
     assert most == 1

@@ -27,7 +27,7 @@ from pi_core import (
 )
 from pi_core.providers.faux import faux_assistant_message, faux_tool_call
 from pi_core.testing import check_event_grammar, check_transcript
-from support import Recorder, call, done_only_stream, faux, make_tool
+from support import Recorder, call, done_only_stream, faux, logging_getter, make_tool
 
 pytestmark = pytest.mark.anyio
 
@@ -39,7 +39,7 @@ def user(text: str) -> UserMessage:
 async def test_text_reply_streams_updates_between_start_and_end() -> None:
     provider = faux()
     provider.set_responses([faux_assistant_message("Hello there, friend")])
-    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)  # type: ignore[arg-type]
+    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)
     recorder = Recorder()
     prompt = user("hi")
     new = await run_agent_loop([prompt], AgentContext(), config, recorder)
@@ -78,7 +78,7 @@ async def test_one_tool_then_final_answer() -> None:
         ]
     )
     context = AgentContext(tools=[make_tool("echo")])
-    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)  # type: ignore[arg-type]
+    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)
     recorder = Recorder()
     new = await run_agent_loop([user("go")], context, config, recorder)
     check_event_grammar(recorder.events)
@@ -101,7 +101,7 @@ async def test_tool_calls_run_whatever_the_stop_reason() -> None:
             faux_assistant_message("done"),
         ]
     )
-    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)  # type: ignore[arg-type]
+    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)
     recorder = Recorder()
     await run_agent_loop([user("go")], AgentContext(tools=[make_tool("echo")]), config, recorder)
     assert recorder.types.count("tool_execution_end") == 1
@@ -110,7 +110,7 @@ async def test_tool_calls_run_whatever_the_stop_reason() -> None:
 async def test_callers_context_is_not_mutated() -> None:
     provider = faux()
     provider.set_responses([faux_assistant_message("a"), faux_assistant_message("b")])
-    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)  # type: ignore[arg-type]
+    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)
     history: list[Any] = [user("earlier")]
     context = AgentContext(messages=history)
     await run_agent_loop([user("hi")], context, config, Recorder())
@@ -133,7 +133,7 @@ async def test_continue_rejects_empty_context_and_assistant_tail() -> None:
 async def test_continue_emits_no_prompt_events() -> None:
     provider = faux()
     provider.set_responses([faux_assistant_message("ok")])
-    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)  # type: ignore[arg-type]
+    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)
     recorder = Recorder()
     new = await run_agent_loop_continue(AgentContext(messages=[user("q")]), config, recorder)
     assert recorder.types_without_updates() == [
@@ -164,7 +164,7 @@ async def test_steering_polled_at_start_is_injected_before_first_call() -> None:
         return []
 
     config = AgentLoopConfig(
-        provider.get_model(),  # type: ignore[arg-type]
+        provider.get_model(),
         stream_fn=provider.stream,
         get_steering_messages=steering,
         get_follow_up_messages=follow_ups,
@@ -195,7 +195,7 @@ async def test_steering_after_a_batch_starts_a_new_turn() -> None:
         return drained
 
     config = AgentLoopConfig(
-        provider.get_model(),  # type: ignore[arg-type]
+        provider.get_model(),
         stream_fn=provider.stream,
         get_steering_messages=steering,
     )
@@ -217,7 +217,7 @@ async def test_follow_ups_continue_the_run_when_it_would_stop() -> None:
     provider.set_responses([faux_assistant_message("one"), faux_assistant_message("two")])
     follow = [[user("more")], []]
     config = AgentLoopConfig(
-        provider.get_model(),  # type: ignore[arg-type]
+        provider.get_model(),
         stream_fn=provider.stream,
         get_follow_up_messages=lambda: follow.pop(0),
     )
@@ -241,11 +241,11 @@ async def test_should_stop_after_turn_gives_upstream_list_and_skips_polls() -> N
         return True
 
     config = AgentLoopConfig(
-        provider.get_model(),  # type: ignore[arg-type]
+        provider.get_model(),
         stream_fn=provider.stream,
         should_stop_after_turn=stop,
-        get_steering_messages=lambda: polls.append("S") or [],
-        get_follow_up_messages=lambda: polls.append("F") or [],
+        get_steering_messages=logging_getter(polls, "S"),
+        get_follow_up_messages=logging_getter(polls, "F"),
     )
     recorder = Recorder()
     new = await run_agent_loop(
@@ -272,11 +272,15 @@ async def test_prepare_next_turn_replaces_context_model_and_thinking() -> None:
         context = AgentContext("second prompt", list(turn.context.messages), turn.context.tools)
         return NextTurn(context=context, model=Model("other", api="x"), thinking_level="high")
 
+    def stop(_turn: TurnContext) -> bool:
+        order.append("stop?")
+        return False
+
     config = AgentLoopConfig(
         Model("first"),
         stream_fn=provider.stream,
         prepare_next_turn=prepare,
-        should_stop_after_turn=lambda _turn: order.append("stop?") is not None,
+        should_stop_after_turn=stop,
     )
     await run_agent_loop(
         [user("go")], AgentContext("first prompt", tools=[make_tool("echo")]), config, Recorder()
@@ -399,7 +403,8 @@ async def test_hook_exceptions_propagate(hook: str) -> None:
 
     provider = faux()
     provider.set_responses([faux_assistant_message("never")])
-    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream, **{hook: boom})  # type: ignore[arg-type]
+    hooks: dict[str, Any] = {hook: boom}
+    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream, **hooks)
     with pytest.raises(LookupError, match=f"{hook} failed"):
         await run_agent_loop([user("go")], AgentContext(), config, Recorder())
     with anyio.fail_after(5), pytest.raises(LookupError, match=f"{hook} failed"):
@@ -420,7 +425,7 @@ async def test_queue_getter_exception_propagates() -> None:
 async def test_agent_loop_streams_events_and_returns_new_messages() -> None:
     provider = faux()
     provider.set_responses([faux_assistant_message("hello")])
-    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)  # type: ignore[arg-type]
+    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)
     seen = []
     async with agent_loop([user("hi")], AgentContext(), config) as events:
         async for event in events:
@@ -434,7 +439,7 @@ async def test_agent_loop_streams_events_and_returns_new_messages() -> None:
 async def test_agent_loop_result_drains_unread_events() -> None:
     provider = faux()
     provider.set_responses([faux_assistant_message("hello")])
-    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)  # type: ignore[arg-type]
+    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)
     async with agent_loop([user("hi")], AgentContext(), config, buffer_size=0) as events:
         new = await events.result()
     assert [m.role for m in new] == ["user", "assistant"]
@@ -456,7 +461,7 @@ async def test_leaving_agent_loop_early_cancels_the_run() -> None:
     provider.set_responses(
         [faux_assistant_message([faux_tool_call("wait", {}, id="c1")], stop_reason="toolUse")]
     )
-    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)  # type: ignore[arg-type]
+    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)
     context = AgentContext(tools=[make_tool("wait", forever)])
     with anyio.fail_after(5):
         async with agent_loop([user("go")], context, config) as events:

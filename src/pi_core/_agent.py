@@ -172,7 +172,7 @@ class Agent:
 
     @tools.setter
     def tools(self, value: Iterable[Any]) -> None:
-        self._state.tools = value  # type: ignore[assignment]
+        self._state.tools = value
 
     @property
     def messages(self) -> list[AgentMessage]:
@@ -180,7 +180,7 @@ class Agent:
 
     @messages.setter
     def messages(self, value: Iterable[AgentMessage]) -> None:
-        self._state.messages = value  # type: ignore[assignment]
+        self._state.messages = value
 
     @property
     def steering_mode(self) -> QueueMode:
@@ -425,6 +425,6 @@ def _as_prompts(
         content: list[TextContent | ImageContent] = [TextContent(message)]
         content.extend(images or ())
         return [UserMessage(content)]
-    if isinstance(message, Sequence):
+    if isinstance(message, (list, tuple)):
         return list(message)
-    return [message]
+    return [message]  # type: ignore[list-item]

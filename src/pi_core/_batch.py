@@ -168,7 +168,7 @@ class ToolBatch:
 
     async def _preflight(self, call: ToolCall) -> _Prepared | Outcome:
         """Find the tool, prepare and validate the arguments, ask ``before_tool_call``."""
-        if self._signal.aborted:
+        if self._aborted():
             return error_result(ABORTED_TEXT), True
         tool = self._tools.get(call.name)
         if tool is None:
@@ -178,11 +178,14 @@ class ToolBatch:
             verdict = await self._before_tool_call(call, args)
         except Exception as exc:
             return error_result(_exception_text(exc)), True
-        if self._signal.aborted:
+        if self._aborted():  # the hook ran while the abort came
             return error_result(ABORTED_TEXT), True
         if verdict is not None and verdict.block:
             return error_result(verdict.reason or "Tool execution was blocked"), True
         return _Prepared(call, tool, args)
+
+    def _aborted(self) -> bool:
+        return self._signal.aborted
 
     @staticmethod
     def _prepared_call(tool: AgentTool, call: ToolCall) -> ToolCall:

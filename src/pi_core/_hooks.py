@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeAlias, TypeVar
 
 import attrs
 
@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-MaybeAwaitable = T | Awaitable[T]
+MaybeAwaitable: TypeAlias = T | Awaitable[T]
 ToolExecution = Literal["parallel", "sequential"]
 
 _LLM_ROLES = frozenset(("user", "assistant", "toolResult"))

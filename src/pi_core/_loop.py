@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from inspect import isawaitable
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import attrs
@@ -127,7 +127,8 @@ def agent_loop(
     async def produce(emit: Callable[[AgentEvent], Awaitable[None]]) -> list[AgentMessage]:
         return await run_agent_loop(prompts, context, config, emit, signal)
 
-    return open_event_stream(produce, buffer_size, stream_type=AgentEventStream)
+    stream = open_event_stream(produce, buffer_size, stream_type=AgentEventStream)
+    return cast("AbstractAsyncContextManager[AgentEventStream]", stream)
 
 
 def agent_loop_continue(
@@ -146,7 +147,8 @@ def agent_loop_continue(
     async def produce(emit: Callable[[AgentEvent], Awaitable[None]]) -> list[AgentMessage]:
         return await run_agent_loop_continue(context, config, emit, signal)
 
-    return open_event_stream(produce, buffer_size, stream_type=AgentEventStream)
+    stream = open_event_stream(produce, buffer_size, stream_type=AgentEventStream)
+    return cast("AbstractAsyncContextManager[AgentEventStream]", stream)
 
 
 def check_can_continue(context: AgentContext) -> None:

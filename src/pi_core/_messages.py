@@ -7,6 +7,7 @@ it streams, as upstream does. Models, tools and contexts are frozen values.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import attrs
@@ -214,6 +215,10 @@ class ModelCost:
     cache_write: float = 0.0
 
 
+def _as_tuple(values: Iterable[str]) -> tuple[str, ...]:
+    return tuple(values)
+
+
 @attrs.frozen
 class Model:
     """A model and how to reach it; ``api`` selects the provider in :func:`stream_simple`."""
@@ -224,7 +229,7 @@ class Model:
     provider: str = "unknown"
     base_url: str = ""
     reasoning: bool = False
-    input: tuple[str, ...] = attrs.field(default=("text",), converter=tuple)
+    input: tuple[str, ...] = attrs.field(default=("text",), converter=_as_tuple)
     cost: ModelCost = attrs.Factory(ModelCost)
     context_window: int = 0
     max_tokens: int = 0

@@ -119,7 +119,7 @@ class AgentState:
         elif kind == "tool_execution_end":
             self._pending_tool_calls = self._pending_tool_calls - {event.tool_call_id}  # type: ignore[union-attr]
         elif kind == "turn_end":
-            self._reduce_turn_end(event, signal)  # type: ignore[arg-type]
+            self._reduce_turn_end(event, signal)
         elif kind == "agent_end":
             self._streaming_message = None
 

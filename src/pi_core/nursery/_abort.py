@@ -51,8 +51,13 @@ class AbortSignal:
             _call_logged(callback)
             return _nothing
         key = next(self._keys)
-        self._callbacks[key] = callback
-        return lambda: self._callbacks.pop(key, None)  # type: ignore[func-returns-value]
+        callbacks = self._callbacks
+        callbacks[key] = callback
+
+        def unregister() -> None:
+            callbacks.pop(key, None)
+
+        return unregister
 
     async def wait(self) -> None:
         """Wait until the signal aborts; returns at once (after a checkpoint) if it already has."""

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
 import anyio
+import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ._groups import unwrap_single_exception
@@ -55,8 +56,14 @@ async def fan_out(
     send, receive = anyio.create_memory_object_stream[object](math.inf)
     with unwrap_single_exception(), receive:
         async with anyio.create_task_group() as tg:
+            turn: anyio.Event | None = None
             for index, job in enumerate(jobs):
-                tg.start_soon(_run_job, job, index, send.clone(), limiter)
+                # With a limiter, each job queues for it only once the previous one got a token:
+                # the backends do not promise to run new tasks in spawn order (trio may reverse
+                # them), and the jobs should start in source order on both.
+                next_turn = anyio.Event() if limiter is not None else None
+                tg.start_soon(_run_job, job, index, send.clone(), limiter, turn, next_turn)
+                turn = next_turn
             send.close()
             async for item in receive:
                 if type(item) is _Done:
@@ -73,12 +80,23 @@ async def _run_job(
     index: int,
     send: MemoryObjectSendStream[object],
     limiter: anyio.CapacityLimiter | None,
+    turn: anyio.Event | None,
+    next_turn: anyio.Event | None,
 ) -> None:
     with send:
         post = send.send_nowait
         if limiter is None:
+            # A job whose group is already cancelled (a sibling failed) must not start: its code
+            # would run up to its first checkpoint.
+            await anyio.lowlevel.checkpoint_if_cancelled()
             result = await job(post)
         else:
+            if turn is not None:
+                await turn.wait()
             async with limiter:
+                if next_turn is not None:
+                    next_turn.set()
+                # The token may have been freed by a failing sibling, in the cancelled group.
+                await anyio.lowlevel.checkpoint_if_cancelled()
                 result = await job(post)
         send.send_nowait(_Done(index, result))

@@ -1,0 +1,167 @@
+"""pi_core messages and tools → the Anthropic Messages wire format."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .._messages import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Model,
+    TextContent,
+    ThinkingContent,
+    Tool,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from .._options import CacheRetention
+from ._openai_convert import IMAGE_OMITTED_TEXT
+from ._transcript import is_same_model, prepare_transcript
+
+__all__ = ["cache_control", "convert_messages", "convert_system", "convert_tools", "normalize_id"]
+
+Wire = dict[str, Any]
+
+_ID_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def normalize_id(call_id: str) -> str:
+    """A tool call id as Anthropic accepts it (``^[a-zA-Z0-9_-]+$``, at most 64 characters).
+
+    Ids written by other providers can contain other characters; the same rewrite is applied to
+    calls and results, so they still match.
+    """
+    return _ID_UNSAFE.sub("_", call_id)[:64] or "call"
+
+
+def cache_control(model: Model, retention: CacheRetention | None) -> Wire | None:
+    """The ``cache_control`` marker for the prompt cache (``None`` for retention ``"none"``).
+
+    Caching is on by default (``"short"``, five minutes) as upstream; ``"long"`` asks for one hour
+    where the API offers it (api.anthropic.com).
+    """
+    if retention == "none":
+        return None
+    if retention == "long" and "api.anthropic.com" in (model.base_url or "api.anthropic.com"):
+        return {"type": "ephemeral", "ttl": "1h"}
+    return {"type": "ephemeral"}
+
+
+def convert_system(system_prompt: str | None, cache: Wire | None) -> list[Wire] | None:
+    """The ``system`` blocks, cached so a long system prompt is paid for once."""
+    if not system_prompt:
+        return None
+    block: Wire = {"type": "text", "text": system_prompt}
+    if cache is not None:
+        block["cache_control"] = cache
+    return [block]
+
+
+def convert_tools(tools: list[Tool]) -> list[Wire]:
+    """Tools with their JSON Schema as ``input_schema`` (which must be of type object)."""
+    return [
+        {
+            "name": tool.name,
+            "description": tool.description,
+            "input_schema": {"type": "object", **tool.parameters},
+        }
+        for tool in tools
+    ]
+
+
+def convert_messages(model: Model, context: Context, cache: Wire | None) -> list[Wire]:
+    """The ``messages`` array; consecutive tool results share one user message."""
+    wire: list[Wire] = []
+    results: list[Wire] = []
+    for message in prepare_transcript(context.messages, model, normalize_id):
+        if isinstance(message, ToolResultMessage):
+            results.append(_tool_result(model, message))
+            continue
+        if results:
+            wire.append({"role": "user", "content": results})
+            results = []
+        item = _user(model, message) if isinstance(message, UserMessage) else None
+        if isinstance(message, AssistantMessage):
+            item = _assistant(model, message)
+        if item is not None:
+            wire.append(item)
+    if results:
+        wire.append({"role": "user", "content": results})
+    if cache is not None:
+        _mark_last_user_block(wire, cache)
+    return wire
+
+
+def _mark_last_user_block(wire: list[Wire], cache: Wire) -> None:
+    """Cache the conversation up to its last user block, so the next turn reads it back."""
+    if not wire or wire[-1]["role"] != "user":
+        return
+    content = wire[-1]["content"]
+    if isinstance(content, str):
+        wire[-1]["content"] = [{"type": "text", "text": content, "cache_control": cache}]
+    elif content and content[-1]["type"] in ("text", "image", "tool_result"):
+        content[-1]["cache_control"] = cache
+
+
+def _user(model: Model, message: UserMessage) -> Wire | None:
+    # The API rejects empty text blocks, so blank text is left out.
+    if isinstance(message.content, str):
+        return {"role": "user", "content": message.content} if message.content.strip() else None
+    blocks = [_block(model, block) for block in message.content]
+    kept = [block for block in blocks if block["type"] != "text" or block["text"].strip()]
+    return {"role": "user", "content": kept} if kept else None
+
+
+def _block(model: Model, block: TextContent | ImageContent) -> Wire:
+    if isinstance(block, TextContent):
+        return {"type": "text", "text": block.text}
+    if "image" not in model.input:
+        return {"type": "text", "text": IMAGE_OMITTED_TEXT}
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": block.mime_type, "data": block.data},
+    }
+
+
+def _assistant(model: Model, message: AssistantMessage) -> Wire | None:
+    same = is_same_model(message, model)
+    blocks = [_assistant_block(block, same) for block in message.content]
+    kept = [block for block in blocks if block is not None]
+    return {"role": "assistant", "content": kept} if kept else None
+
+
+def _assistant_block(block: TextContent | ThinkingContent | ToolCall, same: bool) -> Wire | None:
+    if isinstance(block, ToolCall):
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments}
+    if isinstance(block, TextContent):
+        return {"type": "text", "text": block.text} if block.text.strip() else None
+    if block.redacted:
+        # prepare_transcript already dropped redacted thinking of other models.
+        return {"type": "redacted_thinking", "data": block.thinking_signature or ""}
+    if not block.thinking.strip():
+        return None
+    if same and block.thinking_signature:
+        return {
+            "type": "thinking",
+            "thinking": block.thinking,
+            "signature": block.thinking_signature,
+        }
+    # Thinking without a signature (an aborted stream, another model) is refused as thinking;
+    # plain text keeps it readable without inviting the model to imitate thinking tags.
+    return {"type": "text", "text": block.thinking}
+
+
+def _tool_result(model: Model, message: ToolResultMessage) -> Wire:
+    wire: Wire = {"type": "tool_result", "tool_use_id": message.tool_call_id}
+    blocks = [_block(model, block) for block in message.content]
+    blocks = [block for block in blocks if block["type"] != "text" or block["text"].strip()]
+    if blocks and all(block["type"] == "text" for block in blocks):
+        wire["content"] = "\n".join(block["text"] for block in blocks)
+    elif blocks:
+        wire["content"] = blocks
+    if message.is_error:
+        wire["is_error"] = True
+    return wire

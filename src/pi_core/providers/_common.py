@@ -1,0 +1,353 @@
+"""What the HTTP providers share: API keys, headers, cost, error texts, abort and the SSE driver.
+
+The driver :func:`stream_sse` owns everything between a request and the terminal event: it sends
+the request, checks the status, decodes server-sent events, hands each one to a provider's
+:class:`EventMapper`, and turns every failure into a ``StreamError``. It never yields inside a
+cancel scope: each await on the network gets its own short scope (see :class:`RequestGuard`), so
+an abort or a timeout stops the request at once without the scope leaking into the consumer's
+code between events (the hazard of cancel scopes in async generators, PEP 789).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from typing import Any, Protocol, TypeVar
+
+import anyio
+import attrs
+import httpx
+from httpx_sse import EventSource, ServerSentEvent
+
+from .._events import AssistantMessageEvent
+from .._messages import Model, Usage, UsageCost
+from .._options import StreamOptions
+from ..nursery import AbortSignal
+from ._partial import PartialMessage
+
+__all__ = [
+    "DEFAULT_HTTP_TIMEOUT",
+    "EventMapper",
+    "RequestGuard",
+    "RequestSpec",
+    "StreamFailure",
+    "describe_exception",
+    "error_text",
+    "http_error_message",
+    "make_usage",
+    "merge_headers",
+    "parse_event_json",
+    "resolve_api_key",
+    "stream_sse",
+]
+
+T = TypeVar("T")
+
+DEFAULT_HTTP_TIMEOUT = httpx.Timeout(600.0, connect=30.0)
+"""Timeouts of the client a provider creates when none is passed: a reasoning model can be silent
+for minutes, so reads may take long; ``StreamOptions.timeout`` bounds the whole request."""
+
+_MAX_BODY_TEXT = 500
+_DRAIN_GRACE = 2.0
+
+
+class StreamFailure(Exception):
+    """A failure with a message meant for ``AssistantMessage.error_message`` as it is."""
+
+
+class RequestAborted(Exception):
+    """The abort signal fired while the request was under way."""
+
+
+class RequestTimedOut(Exception):
+    """``StreamOptions.timeout`` passed while the request was under way."""
+
+
+@attrs.frozen
+class RequestSpec:
+    """The one POST a provider makes: where, with which headers, with which JSON body."""
+
+    url: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+    def encode(self) -> bytes:
+        """The body as UTF-8 JSON; a lone surrogate (from a broken paste) becomes ``?`` instead of
+        failing the request or being rejected by the provider's JSON parser."""
+        return json.dumps(self.body, ensure_ascii=False).encode("utf-8", "replace")
+
+
+class EventMapper(Protocol):
+    """A provider's translation of its server-sent events into stream events."""
+
+    @property
+    def done(self) -> bool:
+        """True once the provider's end-of-stream marker has arrived; reading stops then."""
+
+    def feed(self, sse: ServerSentEvent) -> Iterable[AssistantMessageEvent]:
+        """The events of one server-sent event. Raises :class:`StreamFailure` for an error."""
+
+    def finish(self) -> Iterable[AssistantMessageEvent]:
+        """The closing events after the last server-sent event.
+
+        Raises :class:`StreamFailure` when the stream ended before the reply was complete.
+        """
+
+
+# --- small helpers ------------------------------------------------------------------------------
+
+
+def resolve_api_key(options: StreamOptions, env_var: str) -> str | None:
+    """``options.api_key``, else the environment variable ``env_var``, else ``None``."""
+    return options.api_key or os.environ.get(env_var) or None
+
+
+def merge_headers(*sources: Mapping[str, str] | None) -> dict[str, str]:
+    """Merge header mappings left to right, later ones winning (names compare without case)."""
+    merged: dict[str, tuple[str, str]] = {}
+    for source in sources:
+        for name, value in (source or {}).items():
+            merged[name.lower()] = (name, value)
+    return dict(merged.values())
+
+
+def make_usage(
+    model: Model, *, input: int, output: int, cache_read: int, cache_write: int
+) -> Usage:
+    """Token counts with their cost in dollars from ``model.cost`` (per million tokens)."""
+    price = model.cost
+    cost = UsageCost(
+        input=price.input * input / 1e6,
+        output=price.output * output / 1e6,
+        cache_read=price.cache_read * cache_read / 1e6,
+        cache_write=price.cache_write * cache_write / 1e6,
+    )
+    cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write
+    total = input + output + cache_read + cache_write
+    return Usage(input, output, cache_read, cache_write, total, cost)
+
+
+def parse_event_json(sse: ServerSentEvent) -> dict[str, Any]:
+    """The JSON object in an event's data; :class:`StreamFailure` if it is anything else."""
+    try:
+        value = json.loads(sse.data)
+    except ValueError as exc:
+        raise StreamFailure(f"Malformed stream data: {exc} in {_clip(sse.data, 200)!r}") from None
+    if not isinstance(value, dict):
+        raise StreamFailure(
+            f"Malformed stream data: expected a JSON object in {_clip(sse.data, 200)!r}"
+        )
+    return value
+
+
+def error_text(data: object) -> str | None:
+    """The human-readable message in a provider's error JSON, if there is one.
+
+    Understands ``{"error": {"message": ...}}`` (OpenAI, Anthropic, OpenRouter),
+    ``{"error": "..."}``, ``{"message": ...}`` (vLLM) and ``{"detail": ...}``.
+    """
+    if isinstance(data, list) and data:
+        return error_text(data[0])
+    if not isinstance(data, dict):
+        return None
+    error = data.get("error")
+    if isinstance(error, dict):
+        return error_text(error)
+    if isinstance(error, str) and error:
+        return error
+    for key in ("message", "detail"):
+        value = data.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def http_error_message(status_code: int, body: bytes) -> str:
+    """``"<status> <phrase>: <message>"``, the message read from the body when it has one."""
+    head = f"{status_code} {httpx.codes.get_reason_phrase(status_code)}".strip()
+    text = body.decode("utf-8", "replace").strip()
+    if not text:
+        return head
+    try:
+        detail = error_text(json.loads(text))
+    except ValueError:
+        detail = None
+    return f"{head}: {detail or _clip(text, _MAX_BODY_TEXT)}"
+
+
+def describe_exception(exc: BaseException) -> str:
+    """A clear one-line text for a transport failure or an unexpected error."""
+    if isinstance(exc, StreamFailure):
+        return str(exc)
+    if isinstance(exc, httpx.TimeoutException):
+        return f"Request timed out ({type(exc).__name__}{_colon(exc)})"
+    if isinstance(exc, httpx.TransportError):
+        return f"Network error: {type(exc).__name__}{_colon(exc)}"
+    return f"{type(exc).__name__}{_colon(exc)}"
+
+
+def _colon(exc: BaseException) -> str:
+    text = str(exc)
+    return f": {text}" if text else ""
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+# --- abort and deadline -------------------------------------------------------------------------
+
+
+class RequestGuard:
+    """Abort and timeout for one request, applied to each network await separately.
+
+    ``await guard.call(fn, ...)`` runs ``fn`` inside ``signal.scope()`` with the request's
+    deadline, and raises :class:`RequestAborted` or :class:`RequestTimedOut` when either fired,
+    also when ``fn`` finished from buffered data without reaching a checkpoint.
+    """
+
+    __slots__ = ("_deadline", "_signal", "_timeout")
+
+    def __init__(self, signal: AbortSignal | None, timeout: float | None) -> None:
+        self._signal = signal
+        self._timeout = timeout
+        self._deadline = anyio.current_time() + timeout if timeout is not None else math.inf
+
+    @property
+    def timeout(self) -> float | None:
+        """The timeout in seconds, or ``None``."""
+        return self._timeout
+
+    def check(self) -> None:
+        """Raise if the signal has aborted or the deadline has passed."""
+        if self._signal is not None and self._signal.aborted:
+            raise RequestAborted
+        if anyio.current_time() >= self._deadline:
+            raise RequestTimedOut
+
+    async def call(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        """``await fn(*args, **kwargs)``, cancelled at once by an abort or the deadline."""
+        self.check()
+        finished = False
+        if self._signal is not None:
+            with self._signal.scope() as scope:
+                scope.deadline = self._deadline
+                result = await fn(*args, **kwargs)
+                finished = True
+        else:
+            with anyio.CancelScope(deadline=self._deadline):
+                result = await fn(*args, **kwargs)
+                finished = True
+        self.check()
+        if (
+            not finished
+        ):  # cancelled by our scope, yet neither cause reads as fired: call it a timeout
+            raise RequestTimedOut
+        return result
+
+
+# --- the driver ---------------------------------------------------------------------------------
+
+
+async def stream_sse(
+    partial: PartialMessage,
+    prepare: Callable[[], RequestSpec],
+    mapper: EventMapper,
+    options: StreamOptions,
+    client: httpx.AsyncClient | None,
+) -> AsyncIterator[AssistantMessageEvent]:
+    """Run one streaming request and yield the stream protocol for it.
+
+    ``prepare`` builds the request (it may raise :class:`StreamFailure`, e.g. for a missing API
+    key). ``StreamStart`` comes once the server has answered with a success status; a failure
+    before that gives a lone ``StreamError``. Nothing is raised except cancellation from outside.
+    """
+    # One function on purpose: the response and the SSE iterator must be closed by this
+    # generator's own ``finally``, not by a nested generator left to the garbage collector.
+    guard = RequestGuard(options.signal, options.timeout)
+    http = client if client is not None else httpx.AsyncClient(timeout=DEFAULT_HTTP_TIMEOUT)
+    response: httpx.Response | None = None
+    sse_events: AsyncGenerator[ServerSentEvent, None] | None = None
+    try:
+        guard.check()
+        spec = prepare()
+        request = http.build_request("POST", spec.url, headers=spec.headers, content=spec.encode())
+        response = await guard.call(http.send, request, stream=True)
+        await _check_response(response, guard)
+        yield partial.start()
+        sse_events = EventSource(response).aiter_sse()
+        while (sse := await guard.call(anext, sse_events, None)) is not None:
+            for event in mapper.feed(sse):
+                yield event
+            if mapper.done:
+                await _drain(sse_events, guard)
+                break
+        for event in mapper.finish():
+            yield event
+        yield partial.done()
+    except RequestAborted:
+        yield partial.fail("aborted", "Request was aborted")
+    except RequestTimedOut:
+        yield partial.fail("error", f"Request timed out after {guard.timeout:g} s")
+    except Exception as exc:  # the protocol: failures are events, never exceptions
+        yield partial.fail("error", describe_exception(exc))
+    finally:
+        with anyio.CancelScope(shield=True):
+            if sse_events is not None:
+                await _discard(sse_events)
+            if response is not None:
+                await response.aclose()
+            if client is None:
+                await http.aclose()
+
+
+async def _drain(events: AsyncGenerator[ServerSentEvent, None], guard: RequestGuard) -> None:
+    """Read on after the end marker to the end of the body, so the connection can be reused.
+
+    Servers end the body right after the marker; one that keeps it open gets
+    ``_DRAIN_GRACE`` seconds. Events after the marker are ignored.
+    """
+    with anyio.move_on_after(_DRAIN_GRACE):
+        while await guard.call(anext, events, None) is not None:
+            pass
+
+
+async def _discard(events: AsyncGenerator[ServerSentEvent, None]) -> None:
+    """Finish an SSE iterator that was left early (abort, error), and httpx's generators under it.
+
+    Closing only the outermost generator would leave httpx's inner body generators suspended,
+    to be collected later (trio warns about each). Reading on inside a cancelled scope lets the
+    cancellation strike at the next network read, deep in the chain, which ends every
+    generator of it; buffered events read meanwhile are dropped.
+    """
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        while await anext(events, None) is not None:
+            pass
+    await events.aclose()
+
+
+async def _check_response(response: httpx.Response, guard: RequestGuard) -> None:
+    """Raise :class:`StreamFailure` for an error status or a body that is not an event stream."""
+    if response.is_success and _is_event_stream(response):
+        return
+    body = await guard.call(response.aread)
+    if not response.is_success:
+        raise StreamFailure(http_error_message(response.status_code, body))
+    # Some servers answer 200 with a JSON error instead of a stream.
+    content_type = response.headers.get("content-type", "")
+    try:
+        detail = error_text(json.loads(body))
+    except ValueError:
+        detail = None
+    raise StreamFailure(
+        detail
+        or f"Expected an event stream, got {content_type or 'no content type'}: "
+        f"{_clip(body.decode('utf-8', 'replace'), _MAX_BODY_TEXT)}"
+    )
+
+
+def _is_event_stream(response: httpx.Response) -> bool:
+    return "text/event-stream" in response.headers.get("content-type", "")

@@ -1,0 +1,213 @@
+"""The assistant message a provider builds while it streams, and the events that describe it.
+
+:class:`PartialMessage` owns the message and hands out the protocol events with the right
+``content_index``: every ``begin_*`` appends a block, every ``add_*`` grows it, ``end_block``
+closes it. Providers translate their wire events into these calls and never build events by hand.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jiter
+
+from .._events import (
+    AssistantMessageEvent,
+    StreamDone,
+    StreamError,
+    StreamStart,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ThinkingDelta,
+    ThinkingEnd,
+    ThinkingStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from .._messages import (
+    AssistantMessage,
+    Model,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    Usage,
+)
+
+__all__ = ["PartialMessage", "parse_final_json", "parse_partial_json"]
+
+
+def parse_partial_json(text: str, previous: dict[str, Any]) -> dict[str, Any]:
+    """The arguments readable so far from an incomplete JSON object.
+
+    Unfinished strings are kept as prefixes so a UI can show them growing. When the text is not
+    (yet) an object, ``previous`` is returned, so the arguments never go backwards.
+    """
+    if not text.strip():
+        return previous
+    try:
+        value = jiter.from_json(text.encode(), partial_mode="trailing-strings")
+    except ValueError:
+        return previous
+    return value if isinstance(value, dict) else previous
+
+
+def parse_final_json(text: str) -> dict[str, Any]:
+    """The arguments of a finished tool call.
+
+    Invalid or truncated JSON (a reply cut off by ``max_tokens``) keeps only the values that are
+    complete: a string cut in the middle is dropped rather than handed to a tool, where a
+    truncated path or command could do harm. Anything that is not an object gives ``{}``.
+    """
+    if not text.strip():
+        return {}
+    data = text.encode()
+    try:
+        value = jiter.from_json(data)
+    except ValueError:
+        try:
+            value = jiter.from_json(data, partial_mode="on")
+        except ValueError:
+            return {}
+    return value if isinstance(value, dict) else {}
+
+
+class PartialMessage:
+    """An :class:`AssistantMessage` under construction plus the events of each change.
+
+    Every event carries :attr:`message` itself as ``partial`` (not a copy), as upstream does;
+    consumers that keep a partial snapshot copy it.
+    """
+
+    __slots__ = ("_json", "_open", "message")
+
+    def __init__(self, model: Model) -> None:
+        self.message = AssistantMessage([], model.api, model.provider, model.id)
+        self._open: set[int] = set()
+        self._json: dict[int, str] = {}
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> StreamStart:
+        """The first event of a reply."""
+        return StreamStart(self.message)
+
+    def done(self) -> StreamDone | StreamError:
+        """The terminal event of a reply that arrived whole.
+
+        A reply the provider stopped for a policy reason (``stop_reason`` ``"error"``) ends as a
+        :class:`StreamError` all the same, so the loop does not run its tool calls.
+        """
+        reason = self.message.stop_reason
+        if reason == "error" or reason == "aborted":
+            if self.message.error_message is None:
+                self.message.error_message = "The provider stopped the response with an error"
+            return StreamError(reason, self.message)
+        return StreamDone(reason, self.message)
+
+    def fail(self, reason: StopReason, error_message: str) -> StreamError:
+        """The terminal event of a failed (``"error"``) or aborted reply; content is kept."""
+        self.message.stop_reason = "aborted" if reason == "aborted" else "error"
+        self.message.error_message = error_message
+        return StreamError(self.message.stop_reason, self.message)
+
+    def set_usage(self, usage: Usage) -> None:
+        """Replace the token counts (providers report cumulative counts)."""
+        self.message.usage = usage
+
+    # --- blocks ----------------------------------------------------------------------------
+
+    def begin_text(self) -> TextStart:
+        """Open a text block at the end of the content."""
+        index = self._append(TextContent(""))
+        return TextStart(index, self.message)
+
+    def add_text(self, index: int, delta: str) -> TextDelta:
+        """Append ``delta`` to the text block at ``index``."""
+        block = self.message.content[index]
+        assert isinstance(block, TextContent)
+        block.text += delta
+        return TextDelta(index, delta, self.message)
+
+    def begin_thinking(
+        self, thinking: str = "", *, signature: str | None = None, redacted: bool = False
+    ) -> ThinkingStart:
+        """Open a thinking block at the end of the content."""
+        index = self._append(ThinkingContent(thinking, signature, redacted))
+        return ThinkingStart(index, self.message)
+
+    def add_thinking(self, index: int, delta: str) -> ThinkingDelta:
+        """Append ``delta`` to the thinking block at ``index``."""
+        block = self.message.content[index]
+        assert isinstance(block, ThinkingContent)
+        block.thinking += delta
+        return ThinkingDelta(index, delta, self.message)
+
+    def add_thinking_signature(self, index: int, fragment: str) -> None:
+        """Append to the signature of the thinking block at ``index`` (no event: it is opaque)."""
+        block = self.message.content[index]
+        assert isinstance(block, ThinkingContent)
+        block.thinking_signature = (block.thinking_signature or "") + fragment
+
+    def begin_tool_call(
+        self, call_id: str, name: str, arguments: dict[str, Any] | None = None
+    ) -> ToolCallStart:
+        """Open a tool call block; its arguments then grow from JSON fragments."""
+        index = self._append(ToolCall(call_id, name, dict(arguments or {})))
+        self._json[index] = ""
+        return ToolCallStart(index, self.message)
+
+    def tool_call(self, index: int) -> ToolCall:
+        """The tool call block at ``index``."""
+        block = self.message.content[index]
+        assert isinstance(block, ToolCall)
+        return block
+
+    def add_tool_json(self, index: int, fragment: str) -> ToolCallDelta | None:
+        """Append a raw JSON fragment to the arguments of the tool call at ``index``.
+
+        The block's ``arguments`` become a new dict parsed from everything so far, so a consumer
+        that kept the previous dict still holds its snapshot. A fragment for a call that was
+        already closed (a server interleaving calls) still updates it but emits nothing, since
+        nothing may follow a block's end.
+        """
+        block = self.tool_call(index)
+        text = self._json.get(index, "") + fragment
+        self._json[index] = text
+        if index not in self._open:
+            block.arguments = parse_final_json(text)
+            return None
+        block.arguments = parse_partial_json(text, block.arguments)
+        return ToolCallDelta(index, fragment, self.message)
+
+    def is_open(self, index: int) -> bool:
+        """True while the block at ``index`` has started and not ended."""
+        return index in self._open
+
+    def end_block(self, index: int) -> AssistantMessageEvent | None:
+        """Close the block at ``index``; ``None`` if it is not open."""
+        if index not in self._open:
+            return None
+        self._open.discard(index)
+        block = self.message.content[index]
+        if isinstance(block, TextContent):
+            return TextEnd(index, block.text, self.message)
+        if isinstance(block, ThinkingContent):
+            return ThinkingEnd(index, block.thinking, self.message)
+        text = self._json.get(index, "")
+        if text.strip():
+            block.arguments = parse_final_json(text)
+        return ToolCallEnd(index, block, self.message)
+
+    def end_all(self) -> list[AssistantMessageEvent]:
+        """Close every open block, in content order."""
+        events = [self.end_block(index) for index in sorted(self._open)]
+        return [event for event in events if event is not None]
+
+    def _append(self, block: TextContent | ThinkingContent | ToolCall) -> int:
+        self.message.content.append(block)
+        index = len(self.message.content) - 1
+        self._open.add(index)
+        return index

@@ -1,0 +1,110 @@
+"""Make a transcript valid for a provider before it is converted to the wire format.
+
+Providers reject a tool call without a result, a result without its call, and (for some) replayed
+reasoning of another model. :func:`prepare_transcript` fixes all of that in one pass and never
+mutates the caller's messages:
+
+* Assistant messages that failed or were aborted (``stop_reason`` ``"error"`` / ``"aborted"``)
+  are skipped whole: they are incomplete turns (half-written tool calls, reasoning without an
+  answer) and the model should continue from the last complete state, as upstream does.
+* Every tool call of a kept assistant message gets exactly one result before the next user or
+  assistant message (or the end): a missing one is synthesized as an error result
+  ``"No result provided"``. Results that answer no pending call (the calls of a skipped message,
+  duplicates, results after the conversation moved on) are dropped.
+* Thinking of the same model (same provider, api and model id) is kept as it is. Thinking of
+  another model becomes plain text when it has any, and redacted thinking of another model is
+  dropped: its encrypted payload is only readable by the model that wrote it. Tool call thought
+  signatures are dropped across models for the same reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import attrs
+
+from .._messages import (
+    AssistantMessage,
+    Message,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+
+__all__ = ["NO_RESULT_TEXT", "is_same_model", "prepare_transcript"]
+
+NO_RESULT_TEXT = "No result provided"
+"""The text of a synthesized result for a tool call that has none (upstream's words)."""
+
+IdMap = Callable[[str], str]
+
+
+def is_same_model(message: AssistantMessage, model: Model) -> bool:
+    """True when ``message`` was written by ``model`` (provider, api and id all match)."""
+    return (
+        message.provider == model.provider
+        and message.api == model.api
+        and message.model == model.id
+    )
+
+
+def prepare_transcript(
+    messages: Sequence[Message], model: Model, normalize_id: IdMap | None = None
+) -> list[Message]:
+    """The messages a provider may see for ``model`` (see the module docstring).
+
+    ``normalize_id`` rewrites tool call ids, in calls and results alike, for providers with
+    rules on their shape.
+    """
+    fix_id: IdMap = normalize_id or _identity
+    result: list[Message] = []
+    pending: dict[str, ToolCall] = {}
+    for message in messages:
+        if isinstance(message, ToolResultMessage):
+            call_id = fix_id(message.tool_call_id)
+            if pending.pop(call_id, None) is not None:
+                result.append(attrs.evolve(message, tool_call_id=call_id))
+            continue
+        _answer_missing(pending, result)
+        if isinstance(message, UserMessage):
+            result.append(message)
+        elif isinstance(message, AssistantMessage) and message.stop_reason not in (
+            "error",
+            "aborted",
+        ):
+            kept = _convert_assistant(message, model, fix_id)
+            pending = {block.id: block for block in kept.content if isinstance(block, ToolCall)}
+            result.append(kept)
+    _answer_missing(pending, result)
+    return result
+
+
+def _answer_missing(pending: dict[str, ToolCall], result: list[Message]) -> None:
+    """Append an error result for each call still waiting, in call order, and forget them."""
+    for call in pending.values():
+        result.append(
+            ToolResultMessage(call.id, call.name, [TextContent(NO_RESULT_TEXT)], is_error=True)
+        )
+    pending.clear()
+
+
+def _convert_assistant(message: AssistantMessage, model: Model, fix_id: IdMap) -> AssistantMessage:
+    same = is_same_model(message, model)
+    content: list[TextContent | ThinkingContent | ToolCall] = []
+    for block in message.content:
+        if isinstance(block, ToolCall):
+            signature = block.thought_signature if same else None
+            content.append(ToolCall(fix_id(block.id), block.name, block.arguments, signature))
+        elif isinstance(block, ThinkingContent) and not same:
+            if not block.redacted and block.thinking.strip():
+                content.append(TextContent(block.thinking))
+        else:
+            content.append(block)
+    return attrs.evolve(message, content=content)
+
+
+def _identity(value: str) -> str:
+    return value

@@ -1,0 +1,306 @@
+"""OpenAI-compatible Chat Completions (api ``"openai-completions"``), streamed over SSE.
+
+Works with OpenAI and with the servers that speak its Chat Completions dialect: Ollama, vLLM,
+llama.cpp's server, OpenRouter, DeepSeek and others. ``model.base_url`` selects the server
+(default ``https://api.openai.com/v1``); the request goes to ``{base_url}/chat/completions``.
+
+Usage::
+
+    from pi_core.providers import openai
+
+    openai.register()                       # stream_simple now serves api "openai-completions"
+    model = Model("gpt-4o-mini", api="openai-completions", provider="openai")
+
+    # or call it directly, optionally with your own httpx client:
+    async for event in openai.stream_openai(model, context, options, client=my_client): ...
+
+    # bind a client for the registry (or for AgentLoopConfig.stream_fn):
+    openai.register(client=my_client)       # same as functools.partial(stream_openai, client=...)
+
+Importing this module registers nothing; :func:`register` does. The API key comes from
+``options.api_key``, else ``OPENAI_API_KEY``. Servers that need no key (a local Ollama or
+llama.cpp) still need some value, as their own docs suggest (e.g. ``api_key="ollama"``).
+
+Mapping:
+
+* Text deltas (``delta.content``) become text blocks; reasoning deltas (``delta.reasoning_content``
+  as vLLM, DeepSeek and llama.cpp send it, or ``delta.reasoning``) become thinking blocks whose
+  ``thinking_signature`` records the field name, so the reasoning can be sent back the same way.
+* Tool calls stream their arguments as JSON fragments: each fragment is a ``toolcall_delta`` and
+  the partial message's ``arguments`` hold what is parseable so far.
+* ``finish_reason``: ``stop`` → stop, ``length`` → length, ``tool_calls`` / ``function_call`` →
+  toolUse, ``content_filter`` → a ``StreamError``. Usage comes from the last chunk
+  (``stream_options.include_usage``); cached prompt tokens count as cache reads.
+* ``options.reasoning`` becomes ``reasoning_effort`` when ``model.reasoning`` is true (``xhigh``
+  is sent as ``high``, the highest level most servers accept). ``options.max_tokens`` is sent as
+  ``max_completion_tokens`` to api.openai.com (its reasoning models refuse ``max_tokens``) and as
+  ``max_tokens`` elsewhere, the name every compatible server understands.
+"""
+
+from __future__ import annotations
+
+import functools
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+from httpx_sse import ServerSentEvent
+
+from .._events import AssistantMessageEvent
+from .._messages import Context, Model, StopReason, ToolCall, Usage
+from .._options import StreamOptions
+from .._registry import register_provider, unregister_provider
+from ._common import (
+    RequestSpec,
+    StreamFailure,
+    error_text,
+    make_usage,
+    merge_headers,
+    parse_event_json,
+    resolve_api_key,
+    stream_sse,
+)
+from ._openai_convert import convert_messages, convert_tools
+from ._partial import PartialMessage
+
+__all__ = ["API", "DEFAULT_BASE_URL", "ENV_API_KEY", "register", "stream_openai", "unregister"]
+
+API = "openai-completions"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+ENV_API_KEY = "OPENAI_API_KEY"
+
+_REASONING_FIELDS = ("reasoning_content", "reasoning")
+_STOP_REASONS: dict[str, StopReason] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "toolUse",
+    "function_call": "toolUse",
+    "content_filter": "error",
+}
+
+
+def stream_openai(
+    model: Model,
+    context: Context,
+    options: StreamOptions | None = None,
+    *,
+    client: httpx.AsyncClient | None = None,
+) -> AsyncIterator[AssistantMessageEvent]:
+    """Stream one Chat Completions reply as stream protocol events.
+
+    Args:
+        model: the model; ``base_url``, ``headers``, ``reasoning``, ``input`` and ``cost`` are used.
+        context: system prompt, messages and tools.
+        options: key, reasoning level, temperature, max tokens, headers, timeout and abort signal.
+        client: an ``httpx.AsyncClient`` to send with (its own timeouts apply); by default a
+            client is created for this one request and closed after it.
+
+    Returns:
+        An async iterator of events ending with exactly one ``StreamDone`` or ``StreamError``.
+        Failures (no key, HTTP errors, network errors, timeouts, malformed data) and aborts are
+        ``StreamError`` events; nothing is raised except cancellation from outside.
+    """
+    opts = options if options is not None else StreamOptions()
+    partial = PartialMessage(model)
+    return stream_sse(
+        partial,
+        functools.partial(build_request, model, context, opts),
+        _ChunkMapper(partial, model),
+        opts,
+        client,
+    )
+
+
+def register(*, client: httpx.AsyncClient | None = None) -> None:
+    """Serve api ``"openai-completions"`` in :func:`pi_core.stream_simple` (replacing any).
+
+    With ``client``, every request of the registry goes through that client.
+    """
+    stream_fn = stream_openai if client is None else functools.partial(stream_openai, client=client)
+    register_provider(API, stream_fn)
+
+
+def unregister() -> None:
+    """Remove the provider of api ``"openai-completions"`` from the registry."""
+    unregister_provider(API)
+
+
+# --- the request --------------------------------------------------------------------------------
+
+
+def build_request(model: Model, context: Context, options: StreamOptions) -> RequestSpec:
+    """The Chat Completions request for ``context``; :class:`StreamFailure` without an API key."""
+    api_key = resolve_api_key(options, ENV_API_KEY)
+    if api_key is None:
+        raise StreamFailure(
+            f"No API key for provider {model.provider!r}: "
+            f"pass StreamOptions(api_key=...) or set {ENV_API_KEY}"
+        )
+    base_url = (model.base_url or DEFAULT_BASE_URL).rstrip("/")
+    headers = merge_headers(
+        {
+            "Authorization": f"Bearer {api_key}",
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream",
+        },
+        model.headers,
+        options.headers,
+    )
+    return RequestSpec(f"{base_url}/chat/completions", headers, _body(model, context, options))
+
+
+def _body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": model.id,
+        "messages": convert_messages(model, context),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if options.max_tokens:
+        official = "api.openai.com" in (model.base_url or DEFAULT_BASE_URL)
+        body["max_completion_tokens" if official else "max_tokens"] = options.max_tokens
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    if context.tools:
+        body["tools"] = convert_tools(context.tools)
+    if model.reasoning and options.reasoning not in (None, "off"):
+        body["reasoning_effort"] = "high" if options.reasoning == "xhigh" else options.reasoning
+    return body
+
+
+# --- the response -------------------------------------------------------------------------------
+
+
+class _ChunkMapper:
+    """Chat completion chunks → stream events; one block is open at a time, as upstream."""
+
+    def __init__(self, partial: PartialMessage, model: Model) -> None:
+        self._partial = partial
+        self._model = model
+        self._current: int | None = None
+        self._current_kind = ""
+        self._calls: dict[int, int] = {}
+        """The server's tool call ``index`` → our content index."""
+        self._done = False
+        self._finished = False
+
+    @property
+    def done(self) -> bool:
+        """True after ``data: [DONE]``."""
+        return self._done
+
+    def feed(self, sse: ServerSentEvent) -> Iterator[AssistantMessageEvent]:
+        """The events of one chunk."""
+        if sse.data.strip() == "[DONE]":
+            self._done = True
+            return
+        chunk = parse_event_json(sse)
+        if chunk.get("error"):
+            # OpenRouter and vLLM report failures after the 200 status as an error chunk.
+            raise StreamFailure(error_text(chunk) or f"Provider error: {sse.data}")
+        self._note_metadata(chunk)
+        choices = chunk.get("choices")
+        if not choices:
+            return
+        choice = choices[0]
+        delta = choice.get("delta") or {}
+        for field in _REASONING_FIELDS:
+            yield from self._thinking(delta.get(field), field)
+        yield from self._text(delta.get("content"))
+        for call in delta.get("tool_calls") or ():
+            yield from self._tool_call(call)
+        reason = choice.get("finish_reason")
+        if reason:
+            self._finished = True
+            self._set_stop_reason(reason)
+
+    def finish(self) -> Iterator[AssistantMessageEvent]:
+        """Close the open block; a stream without ``finish_reason`` or ``[DONE]`` is incomplete."""
+        yield from self._partial.end_all()
+        if not (self._done or self._finished):
+            raise StreamFailure("The stream ended before the response was complete")
+
+    def _note_metadata(self, chunk: dict[str, Any]) -> None:
+        message = self._partial.message
+        if chunk.get("id") and message.response_id is None:
+            message.response_id = str(chunk["id"])
+        served = chunk.get("model")
+        if served and served != self._model.id:
+            message.response_model = str(served)
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            self._partial.set_usage(_usage(self._model, usage))
+
+    def _set_stop_reason(self, reason: str) -> None:
+        message = self._partial.message
+        # Unknown reasons from compatible servers ("eos", ...) read as a normal stop.
+        message.stop_reason = _STOP_REASONS.get(reason, "stop")
+        if message.stop_reason == "error":
+            message.error_message = f"The provider stopped the response (finish_reason: {reason})"
+
+    def _switch(self, kind: str) -> Iterator[AssistantMessageEvent]:
+        """Close the open block unless it is of ``kind``."""
+        if self._current is not None and self._current_kind != kind:
+            end = self._partial.end_block(self._current)
+            if end is not None:
+                yield end
+            self._current = None
+
+    def _thinking(self, text: object, field: str) -> Iterator[AssistantMessageEvent]:
+        if not isinstance(text, str) or not text:
+            return
+        yield from self._switch("thinking")
+        if self._current is None:
+            start = self._partial.begin_thinking(signature=field)
+            self._current, self._current_kind = start.content_index, "thinking"
+            yield start
+        yield self._partial.add_thinking(self._current, text)
+
+    def _text(self, text: object) -> Iterator[AssistantMessageEvent]:
+        if not isinstance(text, str) or not text:
+            return
+        yield from self._switch("text")
+        if self._current is None:
+            start = self._partial.begin_text()
+            self._current, self._current_kind = start.content_index, "text"
+            yield start
+        yield self._partial.add_text(self._current, text)
+
+    def _tool_call(self, call: dict[str, Any]) -> Iterator[AssistantMessageEvent]:
+        function = call.get("function") or {}
+        index = self._calls.get(call.get("index", 0))
+        call_id = call.get("id")
+        if index is None or (call_id and self._partial.tool_call(index).id != call_id):
+            yield from self._switch("")
+            start = self._partial.begin_tool_call(
+                call_id or _new_call_id(), function.get("name") or ""
+            )
+            index = self._calls[call.get("index", 0)] = start.content_index
+            self._current, self._current_kind = index, "tool"
+            yield start
+        block: ToolCall = self._partial.tool_call(index)
+        if function.get("name"):
+            block.name = function["name"]
+        fragment = function.get("arguments")
+        if fragment:
+            delta = self._partial.add_tool_json(index, fragment)
+            if delta is not None:
+                yield delta
+
+
+def _usage(model: Model, usage: dict[str, Any]) -> Usage:
+    # prompt_tokens includes the cached ones; completion_tokens includes reasoning tokens.
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    return make_usage(
+        model,
+        input=max(0, (usage.get("prompt_tokens") or 0) - cached),
+        output=usage.get("completion_tokens") or 0,
+        cache_read=cached,
+        cache_write=0,
+    )
+
+
+def _new_call_id() -> str:
+    # Some local servers send tool calls without an id; results are matched by id.
+    return f"call_{uuid.uuid4().hex[:24]}"
