@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._agent import Agent, AgentListener
+from ._decorator import tool
 from ._events import (
     AgentEnd,
     AgentEvent,
@@ -73,6 +74,7 @@ from ._queue import QueueMode
 from ._registry import register_provider, stream_simple, unregister_provider
 from ._state import AgentState
 from ._tools import AgentTool, AgentToolResult, ToolExecutionMode, ToolUpdateCallback
+from ._validation import validate_tool_arguments
 from .nursery import AbortController, AbortSignal
 
 __all__ = (
@@ -151,5 +153,7 @@ __all__ = (
     "run_agent_loop",
     "run_agent_loop_continue",
     "stream_simple",
+    "tool",
     "unregister_provider",
+    "validate_tool_arguments",
 )
