@@ -70,6 +70,7 @@ from ._messages import (
     UserMessage,
 )
 from ._options import StreamFn, StreamOptions
+from ._public import publish_module_names
 from ._queue import QueueMode
 from ._registry import register_provider, stream_simple, unregister_provider
 from ._state import AgentState
@@ -157,3 +158,6 @@ __all__ = (
     "unregister_provider",
     "validate_tool_arguments",
 )
+
+
+publish_module_names(globals(), __all__, __name__)
