@@ -141,14 +141,16 @@ def _assistant_block(block: TextContent | ThinkingContent | ToolCall, same: bool
     if block.redacted:
         # prepare_transcript already dropped redacted thinking of other models.
         return {"type": "redacted_thinking", "data": block.thinking_signature or ""}
-    if not block.thinking.strip():
-        return None
     if same and block.thinking_signature:
+        # Sent back even when empty: with display "omitted" the API streams only the signature,
+        # and it wants the block back within a tool use loop.
         return {
             "type": "thinking",
             "thinking": block.thinking,
             "signature": block.thinking_signature,
         }
+    if not block.thinking.strip():
+        return None
     # Thinking without a signature (an aborted stream, another model) is refused as thinking;
     # plain text keeps it readable without inviting the model to imitate thinking tags.
     return {"type": "text", "text": block.thinking}

@@ -13,7 +13,15 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+)
 from typing import Any, Protocol, TypeVar
 
 import anyio
@@ -85,15 +93,18 @@ class EventMapper(Protocol):
     @property
     def done(self) -> bool:
         """True once the provider's end-of-stream marker has arrived; reading stops then."""
+        ...
 
     def feed(self, sse: ServerSentEvent) -> Iterable[AssistantMessageEvent]:
         """The events of one server-sent event. Raises :class:`StreamFailure` for an error."""
+        ...
 
     def finish(self) -> Iterable[AssistantMessageEvent]:
         """The closing events after the last server-sent event.
 
         Raises :class:`StreamFailure` when the stream ended before the reply was complete.
         """
+        ...
 
 
 # --- small helpers ------------------------------------------------------------------------------
@@ -230,21 +241,20 @@ class RequestGuard:
     async def call(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
         """``await fn(*args, **kwargs)``, cancelled at once by an abort or the deadline."""
         self.check()
-        finished = False
-        if self._signal is not None:
+        if self._signal is None:
+            with anyio.CancelScope(deadline=self._deadline):
+                return await self._checked(fn(*args, **kwargs))
+        else:
             with self._signal.scope() as scope:
                 scope.deadline = self._deadline
-                result = await fn(*args, **kwargs)
-                finished = True
-        else:
-            with anyio.CancelScope(deadline=self._deadline):
-                result = await fn(*args, **kwargs)
-                finished = True
+                return await self._checked(fn(*args, **kwargs))
+        # Reached only when a scope above caught its cancellation: name the cause.
         self.check()
-        if (
-            not finished
-        ):  # cancelled by our scope, yet neither cause reads as fired: call it a timeout
-            raise RequestTimedOut
+        raise RequestTimedOut  # the deadline fell a hair before current_time() moved past it
+
+    async def _checked(self, awaitable: Awaitable[T]) -> T:
+        result = await awaitable
+        self.check()  # the await may have finished from buffered data, never checkpointing
         return result
 
 
@@ -279,7 +289,7 @@ async def stream_sse(
         yield partial.start()
         sse_events = EventSource(response).aiter_sse()
         while (sse := await guard.call(anext, sse_events, None)) is not None:
-            for event in mapper.feed(sse):
+            for event in _mapped(mapper, sse):
                 yield event
             if mapper.done:
                 await _drain(sse_events, guard)
@@ -301,6 +311,19 @@ async def stream_sse(
                 await response.aclose()
             if client is None:
                 await http.aclose()
+
+
+def _mapped(mapper: EventMapper, sse: ServerSentEvent) -> Iterator[AssistantMessageEvent]:
+    """``mapper.feed(sse)``, a lookup or type error in it reported as malformed data (a field
+    of an unexpected shape) rather than as a bare ``KeyError``."""
+    try:
+        yield from mapper.feed(sse)
+    except StreamFailure:
+        raise
+    except (LookupError, TypeError, AttributeError, ValueError) as exc:
+        raise StreamFailure(
+            f"Malformed stream data: {type(exc).__name__}: {exc} in {_clip(sse.data, 200)!r}"
+        ) from exc
 
 
 async def _drain(events: AsyncGenerator[ServerSentEvent, None], guard: RequestGuard) -> None:

@@ -7,10 +7,10 @@ mutates the caller's messages:
 * Assistant messages that failed or were aborted (``stop_reason`` ``"error"`` / ``"aborted"``)
   are skipped whole: they are incomplete turns (half-written tool calls, reasoning without an
   answer) and the model should continue from the last complete state, as upstream does.
-* Every tool call of a kept assistant message gets exactly one result before the next user or
-  assistant message (or the end): a missing one is synthesized as an error result
-  ``"No result provided"``. Results that answer no pending call (the calls of a skipped message,
-  duplicates, results after the conversation moved on) are dropped.
+* Every tool call of a kept assistant message gets exactly one result right after it, in the
+  calls' order: a missing one is synthesized as an error result ``"No result provided"``.
+  Results that answer no pending call (the calls of a skipped message, duplicates, results
+  after the conversation moved on) are dropped.
 * Thinking of the same model (same provider, api and model id) is kept as it is. Thinking of
   another model becomes plain text when it has any, and redacted thinking of another model is
   dropped: its encrypted payload is only readable by the model that wrote it. Tool call thought
@@ -56,19 +56,21 @@ def prepare_transcript(
 ) -> list[Message]:
     """The messages a provider may see for ``model`` (see the module docstring).
 
-    ``normalize_id`` rewrites tool call ids, in calls and results alike, for providers with
-    rules on their shape.
+    The results of an assistant message's calls follow it in the calls' order, whatever order
+    they came in. ``normalize_id`` rewrites tool call ids, in calls and results alike, for
+    providers with rules on their shape.
     """
     fix_id: IdMap = normalize_id or _identity
     result: list[Message] = []
     pending: dict[str, ToolCall] = {}
+    answers: dict[str, ToolResultMessage] = {}
     for message in messages:
         if isinstance(message, ToolResultMessage):
             call_id = fix_id(message.tool_call_id)
-            if pending.pop(call_id, None) is not None:
-                result.append(attrs.evolve(message, tool_call_id=call_id))
+            if call_id in pending and call_id not in answers:
+                answers[call_id] = attrs.evolve(message, tool_call_id=call_id)
             continue
-        _answer_missing(pending, result)
+        _answer_calls(pending, answers, result)
         if isinstance(message, UserMessage):
             result.append(message)
         elif isinstance(message, AssistantMessage) and message.stop_reason not in (
@@ -78,17 +80,21 @@ def prepare_transcript(
             kept = _convert_assistant(message, model, fix_id)
             pending = {block.id: block for block in kept.content if isinstance(block, ToolCall)}
             result.append(kept)
-    _answer_missing(pending, result)
+    _answer_calls(pending, answers, result)
     return result
 
 
-def _answer_missing(pending: dict[str, ToolCall], result: list[Message]) -> None:
-    """Append an error result for each call still waiting, in call order, and forget them."""
+def _answer_calls(
+    pending: dict[str, ToolCall], answers: dict[str, ToolResultMessage], result: list[Message]
+) -> None:
+    """Append one result per pending call, in call order (an error result where none came)."""
     for call in pending.values():
-        result.append(
-            ToolResultMessage(call.id, call.name, [TextContent(NO_RESULT_TEXT)], is_error=True)
+        answer = answers.get(call.id) or ToolResultMessage(
+            call.id, call.name, [TextContent(NO_RESULT_TEXT)], is_error=True
         )
+        result.append(answer)
     pending.clear()
+    answers.clear()
 
 
 def _convert_assistant(message: AssistantMessage, model: Model, fix_id: IdMap) -> AssistantMessage:

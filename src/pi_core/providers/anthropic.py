@@ -71,6 +71,7 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "DEFAULT_THINKING_BUDGETS",
     "ENV_API_KEY",
+    "REDACTED_THINKING_TEXT",
     "register",
     "stream_anthropic",
     "thinking_settings",
@@ -82,6 +83,7 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 ENV_API_KEY = "ANTHROPIC_API_KEY"
 ANTHROPIC_VERSION = "2023-06-01"
 REDACTED_THINKING_TEXT = "[Reasoning redacted]"
+"""The ``thinking`` text of a redacted block (its encrypted data is the signature)."""
 
 DEFAULT_THINKING_BUDGETS: Mapping[str, int] = {
     "minimal": 1024,
@@ -135,7 +137,7 @@ def stream_anthropic(
     partial = PartialMessage(model)
     return stream_sse(
         partial,
-        functools.partial(build_request, model, context, opts),
+        functools.partial(_build_request, model, context, opts),
         _EventMapper(partial, model),
         opts,
         client,
@@ -161,7 +163,7 @@ def unregister() -> None:
 # --- the request --------------------------------------------------------------------------------
 
 
-def build_request(model: Model, context: Context, options: StreamOptions) -> RequestSpec:
+def _build_request(model: Model, context: Context, options: StreamOptions) -> RequestSpec:
     """The Messages request for ``context``; :class:`StreamFailure` without an API key."""
     api_key = resolve_api_key(options, ENV_API_KEY)
     if api_key is None:
@@ -320,6 +322,9 @@ class _EventMapper:
     def _block_start(self, data: dict[str, Any]) -> Iterator[AssistantMessageEvent]:
         block = data.get("content_block") or {}
         kind = block.get("type")
+        # The API sends blocks one after another; should a compatible server not, the open
+        # block ends here so that the protocol's one-block-at-a-time order still holds.
+        yield from self._partial.end_all()
         start: TextStart | ThinkingStart | ToolCallStart
         if kind == "text":
             start = self._partial.begin_text()
@@ -353,8 +358,8 @@ class _EventMapper:
             yield from self._grow(index, "text", str(delta.get("text", "")))
         elif kind == "thinking_delta":
             yield from self._grow(index, "thinking", str(delta.get("thinking", "")))
-        elif kind == "input_json_delta":
-            event = self._partial.add_tool_json(index, str(delta.get("partial_json", "")))
+        elif kind == "input_json_delta" and delta.get("partial_json"):
+            event = self._partial.add_tool_json(index, str(delta["partial_json"]))
             if event is not None:
                 yield event
 

@@ -105,7 +105,7 @@ def stream_openai(
     partial = PartialMessage(model)
     return stream_sse(
         partial,
-        functools.partial(build_request, model, context, opts),
+        functools.partial(_build_request, model, context, opts),
         _ChunkMapper(partial, model),
         opts,
         client,
@@ -129,7 +129,7 @@ def unregister() -> None:
 # --- the request --------------------------------------------------------------------------------
 
 
-def build_request(model: Model, context: Context, options: StreamOptions) -> RequestSpec:
+def _build_request(model: Model, context: Context, options: StreamOptions) -> RequestSpec:
     """The Chat Completions request for ``context``; :class:`StreamFailure` without an API key."""
     api_key = resolve_api_key(options, ENV_API_KEY)
     if api_key is None:
@@ -192,13 +192,16 @@ class _ChunkMapper:
 
     def feed(self, sse: ServerSentEvent) -> Iterator[AssistantMessageEvent]:
         """The events of one chunk."""
-        if sse.data.strip() == "[DONE]":
+        data = sse.data.strip()
+        if data == "[DONE]":
             self._done = True
             return
+        if not data:
+            return  # a keep-alive
         chunk = parse_event_json(sse)
-        if chunk.get("error"):
+        if chunk.get("error") or sse.event == "error":
             # OpenRouter and vLLM report failures after the 200 status as an error chunk.
-            raise StreamFailure(error_text(chunk) or f"Provider error: {sse.data}")
+            raise StreamFailure(error_text(chunk) or f"Provider error: {data}")
         self._note_metadata(chunk)
         choices = chunk.get("choices")
         if not choices:

@@ -1,0 +1,149 @@
+"""A real HTTP server on 127.0.0.1 that replays scripted responses, for provider tests.
+
+hypercorn serves a tiny ASGI app on the test's own anyio backend (``hypercorn.asyncio`` or
+``hypercorn.trio``). Each request takes the next :class:`Reply`: a status, body chunks sent one
+by one, and an ending — ``"complete"`` finishes the body, ``"drop"`` closes the connection in the
+middle of the body, ``"hold"`` keeps the response open until the client disconnects (and records
+that it did, in :attr:`ReplayServer.disconnected`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+import anyio
+import attrs
+from hypercorn.config import Config
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+__all__ = ["RecordedRequest", "ReplayServer", "Reply", "open_replay_server", "sse_event"]
+
+
+def sse_event(data: object, event: str | None = None) -> bytes:
+    """One server-sent event: an optional ``event:`` line and a ``data:`` line of JSON (or text)."""
+    text = data if isinstance(data, str) else json.dumps(data)
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {text}\n\n".encode()
+
+
+@attrs.define
+class Reply:
+    """One scripted response."""
+
+    status: int = 200
+    chunks: list[bytes] = attrs.Factory(list)
+    content_type: str = "text/event-stream"
+    ending: Literal["complete", "drop", "hold"] = "complete"
+
+
+@attrs.define
+class RecordedRequest:
+    """What the server received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class ReplayServer:
+    """The ASGI app and what it saw; ``base_url`` is set once the server listens."""
+
+    def __init__(self, replies: list[Reply]) -> None:
+        self.replies = list(replies)
+        self.requests: list[RecordedRequest] = []
+        self.disconnected = anyio.Event()
+        self.base_url = ""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI entry point."""
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+        elif scope["type"] == "http":
+            await self._http(scope, receive, send)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body", False):
+                break
+        headers = {key.decode().lower(): value.decode() for key, value in scope["headers"]}
+        self.requests.append(
+            RecordedRequest(scope["method"], scope["path"], headers, json.loads(body or b"null"))
+        )
+        reply = self.replies.pop(0) if self.replies else Reply(500, [b"no reply scripted"])
+        content_type = reply.content_type.encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": reply.status,
+                "headers": [(b"content-type", content_type)],
+            }
+        )
+        for chunk in reply.chunks:
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        if reply.ending == "complete":
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        elif reply.ending == "hold":
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            self.disconnected.set()
+        # "drop": returning with the body unfinished makes hypercorn close the connection.
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+@asynccontextmanager
+async def open_replay_server(replies: list[Reply], backend: str) -> AsyncIterator[ReplayServer]:
+    """Serve ``replies`` on 127.0.0.1 with hypercorn on ``backend`` ("asyncio" or "trio").
+
+    The socket listens before the server task starts, so a client may connect at once.
+    """
+    server = ReplayServer(replies)
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    server.base_url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    config = Config()
+    config.bind = [f"fd://{os.dup(listener.fileno())}"]  # hypercorn owns (and closes) the dup
+    listener.close()
+    config.graceful_timeout = 1.0
+    stop = anyio.Event()
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(_serve, server, config, stop.wait, backend)
+        try:
+            yield server
+        finally:
+            stop.set()
+
+
+async def _serve(
+    app: ReplayServer, config: Config, stop: Callable[[], Awaitable[None]], backend: str
+) -> None:
+    if backend == "trio":
+        from hypercorn.trio import serve as serve_trio
+
+        await serve_trio(app, config, shutdown_trigger=stop)  # type: ignore[arg-type]
+    else:
+        from hypercorn.asyncio import serve as serve_asyncio
+
+        await serve_asyncio(app, config, shutdown_trigger=stop)  # type: ignore[arg-type]
