@@ -1,0 +1,22 @@
+"""Calling models through a proxy server, and serving as one: upstream's proxy protocol.
+
+* :func:`stream_proxy` — a stream function that sends each model call to a proxy server
+  (``POST {proxy_url}/api/stream``) and rebuilds the reply from its event lines. It works with
+  the servers of upstream's ``streamProxy`` and with :func:`create_proxy_app`.
+* :func:`create_proxy_app` — an ASGI app serving that protocol for any stream function: the
+  server holds the API keys, clients hold only its Bearer token. The TypeScript ``streamProxy``
+  of pi-agent-core works against it.
+
+Serving needs an ASGI server such as hypercorn (the ``server`` extra); importing this module does
+not.
+"""
+
+from __future__ import annotations
+
+from .._public import publish_module_names
+from ._client import stream_proxy
+from ._server import DEFAULT_MAX_BODY_BYTES, ProxyApp, create_proxy_app
+
+__all__ = ("DEFAULT_MAX_BODY_BYTES", "ProxyApp", "create_proxy_app", "stream_proxy")
+
+publish_module_names(globals(), __all__, __name__)

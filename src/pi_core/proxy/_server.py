@@ -1,0 +1,325 @@
+"""``create_proxy_app``: the server side of the proxy protocol, as a plain ASGI application.
+
+One route, ``POST /api/stream``: the Bearer token is checked, the JSON body validated, and the
+events of the wrapped stream function are written as ``data: {json}`` lines (see :mod:`._wire`).
+The provider call runs with the server's own abort signal and API keys; a client that goes away
+cancels it. Nothing a client sends (headers, body, token) is ever logged.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from inspect import isawaitable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import jiter
+
+from .._messages import Model
+from .._options import StreamFn, StreamOptions
+from .._registry import stream_simple
+from ..nursery import AbortController
+from ..serialization import from_dict
+from ._wire import ProxyRequest, WireEncoder
+
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "ProxyApp", "create_proxy_app"]
+
+Scope: TypeAlias = MutableMapping[str, Any]
+Message: TypeAlias = MutableMapping[str, Any]
+Receive: TypeAlias = Callable[[], Awaitable[Message]]
+Send: TypeAlias = Callable[[Message], Awaitable[None]]
+ModelResolver: TypeAlias = Callable[[Model], Model | None]
+
+DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+"""The default limit of a request body: a long transcript with images fits in it."""
+
+_log = logging.getLogger("pi_core.proxy")
+
+_PATH = "/api/stream"
+_NO_TERMINAL = "Stream ended without a terminal event"
+_MAX_ERROR_TEXT = 2000
+_CLIENT_GONE = "the proxy client disconnected"
+_STREAM_START = {
+    "type": "http.response.start",
+    "status": 200,
+    "headers": [
+        (b"content-type", b"text/event-stream; charset=utf-8"),
+        (b"cache-control", b"no-cache"),
+        (b"x-accel-buffering", b"no"),  # stops nginx and the like from holding events back
+    ],
+}
+
+
+def create_proxy_app(
+    stream_fn: StreamFn = stream_simple,
+    *,
+    auth_token: str,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    resolve_model: ModelResolver | None = None,
+) -> ProxyApp:
+    """An ASGI app serving upstream's proxy protocol for ``stream_fn``.
+
+    Run it with any ASGI server (hypercorn on trio or asyncio, uvicorn). The provider behind
+    ``stream_fn`` finds its API key where it always does (``OPENAI_API_KEY`` …); the client
+    never sends one. To add one, wrap ``stream_fn`` and set ``options.api_key`` there.
+
+    Args:
+        stream_fn: the stream function to serve; by default every registered provider.
+        auth_token: the Bearer token every request must carry (compared in constant time).
+        max_body_bytes: a larger request body is refused with 413.
+        resolve_model: maps the client's model to the one to call, or ``None`` to refuse it
+            (403). The client's model is used as sent otherwise, ``base_url`` included: a
+            server holding API keys should pin the base URL here, or a client could have the
+            key sent to a host of its choice.
+
+    Raises:
+        ValueError: ``auth_token`` is empty, or ``max_body_bytes`` is not positive.
+    """
+    if not auth_token:
+        raise ValueError("auth_token must not be empty: the proxy would serve anyone")
+    if max_body_bytes <= 0:
+        raise ValueError(f"max_body_bytes must be positive, got {max_body_bytes}")
+    return ProxyApp(stream_fn, auth_token, max_body_bytes, resolve_model)
+
+
+class _Reject(Exception):
+    """A request refused before streaming: its status, ``{"error": <message>}``, headers."""
+
+    def __init__(
+        self, status: int, message: str, headers: tuple[tuple[bytes, bytes], ...] = ()
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = headers
+
+
+class _Disconnected(Exception):
+    """The client went away while the request body was being read."""
+
+
+class ProxyApp:
+    """The ASGI application made by :func:`create_proxy_app`."""
+
+    __slots__ = ("_max_body_bytes", "_resolve_model", "_stream_fn", "_token")
+
+    def __init__(
+        self,
+        stream_fn: StreamFn,
+        auth_token: str,
+        max_body_bytes: int,
+        resolve_model: ModelResolver | None,
+    ) -> None:
+        self._stream_fn = stream_fn
+        self._token = auth_token.encode()
+        self._max_body_bytes = max_body_bytes
+        self._resolve_model = resolve_model
+
+    def __repr__(self) -> str:
+        return f"<ProxyApp stream_fn={self._stream_fn!r}>"  # never the token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI entry point: ``http`` and ``lifespan`` scopes (others are not served)."""
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+        elif scope["type"] == "http":
+            await self._http(scope, receive, send)
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            request = await self._read_request(scope, receive)
+        except _Reject as reject:
+            await _send_error(send, reject)
+            return
+        except _Disconnected:
+            return
+        _log.debug("proxy stream: model %s (api %s)", request.model.id, request.model.api)
+        await _stream(self._stream_fn, request, receive, send)
+
+    async def _read_request(self, scope: Scope, receive: Receive) -> ProxyRequest:
+        """Route, authenticate, read and validate; :class:`_Reject` says why not."""
+        if _path(scope) != _PATH:
+            raise _Reject(404, "Not found")
+        if scope["method"] != "POST":
+            raise _Reject(405, "Method not allowed", ((b"allow", b"POST"),))
+        self._authenticate(scope)
+        request = _parse_body(await _read_body(scope, receive, self._max_body_bytes))
+        if self._resolve_model is None:
+            return request
+        model = self._resolve_model(request.model)
+        if model is None:
+            raise _Reject(403, f"Model not allowed: {request.model.provider}/{request.model.id}")
+        return ProxyRequest(model, request.context, request.options)
+
+    def _authenticate(self, scope: Scope) -> None:
+        challenge = ((b"www-authenticate", b"Bearer"),)
+        token = _bearer_token(scope)
+        if token is None:
+            raise _Reject(401, "Missing bearer token", challenge)
+        if not hmac.compare_digest(token, self._token):
+            raise _Reject(401, "Invalid bearer token", challenge)
+
+
+# --- the request ---------------------------------------------------------------------------------
+
+
+def _path(scope: Scope) -> str:
+    """The path below the app's mount point (``root_path``), if it is mounted under one."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    return path[len(root) :] if root and path.startswith(root) else path
+
+
+def _bearer_token(scope: Scope) -> bytes | None:
+    for name, value in scope["headers"]:
+        if name == b"authorization":
+            scheme, _, token = bytes(value).strip().partition(b" ")
+            return token.strip() if scheme.lower() == b"bearer" else None
+    return None
+
+
+async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
+    too_large = _Reject(413, f"Request body too large (limit {limit} bytes)")
+    for name, value in scope["headers"]:
+        if name == b"content-length" and value.isdigit() and int(value) > limit:
+            raise too_large  # refused before a byte of it is read
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _Disconnected
+        body += message.get("body", b"")
+        if len(body) > limit:
+            raise too_large
+        if not message.get("more_body", False):
+            return bytes(body)
+
+
+def _parse_body(body: bytes) -> ProxyRequest:
+    try:
+        data = jiter.from_json(body)
+    except ValueError as exc:
+        raise _Reject(400, f"Malformed JSON in request body: {exc}") from None
+    try:
+        request: ProxyRequest = from_dict(data, ProxyRequest)
+    except ValueError as exc:
+        # "Cannot load ProxyRequest: <problem> @ $.path; ..." → the problems alone
+        _, colon, problems = str(exc).partition(": ")
+        raise _Reject(
+            422, f"Invalid request body: {_clip(problems if colon else str(exc))}"
+        ) from None
+    return request
+
+
+# --- the response --------------------------------------------------------------------------------
+
+
+async def _send_error(send: Send, reject: _Reject) -> None:
+    body = json.dumps({"error": reject.message}, ensure_ascii=False).encode("utf-8", "replace")
+    headers = [(b"content-type", b"application/json"), *reject.headers]
+    await send({"type": "http.response.start", "status": reject.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _stream(stream_fn: StreamFn, request: ProxyRequest, receive: Receive, send: Send) -> None:
+    """Stream the events of one call; a client that disconnects aborts and cancels it."""
+    controller = AbortController()
+    options = request.options.to_stream_options(controller.signal)
+
+    async def send_or_abort(message: Message) -> None:
+        try:
+            await send(message)
+        except OSError:
+            # ASGI servers may raise on a closed connection instead of reporting a disconnect.
+            controller.abort(_CLIENT_GONE)
+            raise
+
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(_watch_disconnect, receive, controller, task_group.cancel_scope)
+        try:
+            await send_or_abort(_STREAM_START)
+            await _send_events(stream_fn, request, options, send_or_abort)
+        except OSError:
+            pass  # the stream has been aborted and closed: nobody is left to tell
+        task_group.cancel_scope.cancel()  # done: stop watching
+
+
+async def _watch_disconnect(
+    receive: Receive, controller: AbortController, scope: anyio.CancelScope
+) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    # The signal first, so a provider that checks it between chunks sees why it stops.
+    controller.abort(_CLIENT_GONE)
+    scope.cancel()
+
+
+async def _send_events(
+    stream_fn: StreamFn, request: ProxyRequest, options: StreamOptions, send: Send
+) -> None:
+    """Send the wire lines of one call, up to and including its terminal event, and end the
+    body. Whatever the stream function does, the client gets exactly one terminal event."""
+    encoder = WireEncoder()
+    try:
+        iterator = await _open_events(stream_fn, request, options)
+    except Exception as exc:
+        await _send_chunk(send, encoder.failure(_exception_text(exc)))
+    else:
+        try:
+            while not encoder.finished:
+                await _send_chunk(send, await _next_chunk(iterator, encoder))
+        finally:
+            aclose = getattr(iterator, "aclose", None)
+            if aclose is not None:
+                await aclose()
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _open_events(
+    stream_fn: StreamFn, request: ProxyRequest, options: StreamOptions
+) -> AsyncIterator[Any]:
+    events = stream_fn(request.model, request.context, options)
+    if isawaitable(events):
+        events = await events
+    return aiter(events)
+
+
+async def _next_chunk(iterator: AsyncIterator[Any], encoder: WireEncoder) -> bytes:
+    """The wire line(s) of the next event; a failure of the stream becomes its error line."""
+    try:
+        return encoder.encode(await anext(iterator))
+    except StopAsyncIteration:
+        return encoder.failure(_NO_TERMINAL)
+    except Exception as exc:
+        return encoder.failure(_exception_text(exc))
+
+
+async def _send_chunk(send: Send, data: bytes) -> None:
+    await send({"type": "http.response.body", "body": data, "more_body": True})
+
+
+def _exception_text(exc: Exception) -> str:
+    # The log gets the type only: a message can hold a URL with a key in it.
+    _log.warning("the proxied stream function raised %s", type(exc).__name__)
+    return str(exc) or type(exc).__name__
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _MAX_ERROR_TEXT else text[:_MAX_ERROR_TEXT] + "…"
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    """Nothing to set up or tear down, but servers ask."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

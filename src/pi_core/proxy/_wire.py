@@ -1,0 +1,237 @@
+"""The proxy wire format of upstream's ``streamProxy``: the request body and the event lines.
+
+The request is ``{model, context, options}`` in upstream's camelCase JSON (see
+:mod:`pi_core.serialization`); ``options`` is the serializable subset of the stream options,
+never the API key. The response is a stream of ``data: {json}\\n\\n`` lines, one provider
+stream event each, without ``partial``:
+
+* ``start``; ``text_start`` / ``thinking_start`` ``{contentIndex}``; ``text_delta`` /
+  ``thinking_delta`` / ``toolcall_delta`` ``{contentIndex, delta}``; ``text_end`` /
+  ``thinking_end`` ``{contentIndex, contentSignature?}``; ``toolcall_start`` ``{contentIndex, id,
+  toolName}``; ``toolcall_end`` ``{contentIndex}``;
+* ``done`` ``{reason, usage}`` and ``error`` ``{reason, errorMessage?, usage}``.
+
+:class:`WireEncoder` writes the lines on the server side; :class:`~._decode.WireDecoder` reads them
+on the client side.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+
+from .._events import (
+    AssistantMessageEvent,
+    StreamDone,
+    StreamError,
+    StreamStart,
+    TextDelta,
+    TextEnd,
+    ThinkingDelta,
+    ThinkingEnd,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from .._exceptions import ProxyError
+from .._messages import (
+    AssistantMessage,
+    Context,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ThinkingLevel,
+    ToolCall,
+    Usage,
+)
+from .._options import CacheRetention, StreamOptions
+from ..nursery import AbortSignal
+from ..serialization import dumps
+
+__all__ = ["ProxyRequest", "WireEncoder", "WireOptions", "encode_request"]
+
+_DATA = b"data: "
+_EVENT_END = b"\n\n"
+
+
+# --- the request ---------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class WireOptions:
+    """The stream options a proxy request carries: what a server may take from its client.
+
+    ``api_key`` and ``signal`` are not here on purpose: the server uses its own key and signal.
+    Upstream's ``transport`` and ``maxRetryDelayMs`` are accepted on the wire and ignored.
+    """
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    reasoning: ThinkingLevel | None = None
+    cache_retention: CacheRetention | None = None
+    session_id: str | None = None
+    headers: dict[str, str] | None = None
+    metadata: dict[str, Any] | None = None
+    thinking_budgets: dict[str, int] | None = None
+
+    @classmethod
+    def from_stream_options(cls, options: StreamOptions) -> WireOptions:
+        """The serializable subset of ``options``; ``"off"`` is sent as no reasoning at all,
+        since upstream's wire knows only the levels that ask for some."""
+        return cls(
+            temperature=options.temperature,
+            max_tokens=options.max_tokens,
+            reasoning=None if options.reasoning == "off" else options.reasoning,
+            cache_retention=options.cache_retention,
+            session_id=options.session_id,
+            headers=_dict_or_none(options.headers),
+            metadata=_dict_or_none(options.metadata),
+            thinking_budgets=_dict_or_none(options.thinking_budgets),
+        )
+
+    def to_stream_options(self, signal: AbortSignal) -> StreamOptions:
+        """Stream options for the server's provider call, with the server's own ``signal``."""
+        return StreamOptions(
+            session_id=self.session_id,
+            reasoning=self.reasoning,
+            thinking_budgets=self.thinking_budgets,
+            temperature=self.temperature,
+            max_tokens=self.max_tokens,
+            headers=self.headers,
+            metadata=self.metadata,
+            cache_retention=self.cache_retention,
+            signal=signal,
+        )
+
+
+@attrs.frozen
+class ProxyRequest:
+    """The JSON body of ``POST /api/stream``."""
+
+    model: Model
+    context: Context
+    options: WireOptions = WireOptions()
+
+
+def encode_request(model: Model, context: Context, options: StreamOptions) -> bytes:
+    """The request body for one call, as upstream's client writes it."""
+    request = ProxyRequest(model, context, WireOptions.from_stream_options(options))
+    return dumps(request).encode("utf-8", "replace")
+
+
+def _dict_or_none(mapping: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    return None if mapping is None else dict(mapping)
+
+
+# --- the server side: events to lines ---------------------------------------------------------
+
+
+class WireEncoder:
+    """Writes the events of one provider stream as wire lines (``data: {json}\\n\\n``).
+
+    After the terminal event (or :meth:`failure`) :attr:`finished` is true.
+    """
+
+    __slots__ = ("_streamed", "finished")
+
+    def __init__(self) -> None:
+        self._streamed: set[int] = set()
+        self.finished = False
+
+    def encode(self, event: AssistantMessageEvent) -> bytes:
+        """The line(s) of ``event``.
+
+        Raises:
+            ProxyError: the event contradicts its own ``partial`` (a provider bug).
+        """
+        return b"".join(_line(payload) for payload in self._payloads(event))
+
+    def failure(self, error_message: str) -> bytes:
+        """The terminal ``error`` line for a stream function that failed instead of ending
+        (no usage is known then: it is zero)."""
+        self.finished = True
+        return _line(_error_payload("error", error_message, Usage()))
+
+    def _payloads(self, event: AssistantMessageEvent) -> list[dict[str, Any]]:
+        if isinstance(event, StreamDone):
+            self.finished = True
+            return [{"type": "done", "reason": event.reason, "usage": _usage(event.message.usage)}]
+        if isinstance(event, StreamError):
+            self.finished = True
+            error = event.error
+            return [_error_payload(event.reason, error.error_message, error.usage)]
+        if isinstance(event, StreamStart):
+            return [{"type": "start"}]
+        index = event.content_index
+        if isinstance(event, (TextDelta, ThinkingDelta, ToolCallDelta)):
+            if isinstance(event, ToolCallDelta):
+                self._streamed.add(index)
+            return [{"type": event.type, "contentIndex": index, "delta": event.delta}]
+        if isinstance(event, ToolCallStart):
+            call = _tool_call_at(event.partial, index, event.type)
+            return [
+                {"type": event.type, "contentIndex": index, "id": call.id, "toolName": call.name}
+            ]
+        if isinstance(event, ToolCallEnd):
+            return self._tool_call_end(event)
+        if isinstance(event, (TextEnd, ThinkingEnd)):
+            return [_block_end(event)]
+        return [{"type": event.type, "contentIndex": index}]  # text_start, thinking_start
+
+    def _tool_call_end(self, event: ToolCallEnd) -> list[dict[str, Any]]:
+        end = {"type": "toolcall_end", "contentIndex": event.content_index}
+        arguments = event.tool_call.arguments
+        if event.content_index in self._streamed or not arguments:
+            return [end]
+        # A provider that got the arguments whole sent no deltas, but the client rebuilds the
+        # arguments from deltas only: send them as one.
+        delta = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
+        return [
+            {"type": "toolcall_delta", "contentIndex": event.content_index, "delta": delta},
+            end,
+        ]
+
+
+def _line(payload: dict[str, Any]) -> bytes:
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    # A lone surrogate (a broken paste) must not fail the stream: it becomes "?".
+    return _DATA + text.encode("utf-8", "replace") + _EVENT_END
+
+
+def _usage(usage: Usage) -> Any:
+    # Through dumps, which writes a non-finite cost as null as JSON.stringify does.
+    return json.loads(dumps(usage))
+
+
+def _error_payload(reason: str, error_message: str | None, usage: Usage) -> dict[str, Any]:
+    payload: dict[str, Any] = {"type": "error", "reason": reason}
+    if error_message is not None:
+        payload["errorMessage"] = error_message
+    payload["usage"] = _usage(usage)
+    return payload
+
+
+def _block_end(event: TextEnd | ThinkingEnd) -> dict[str, Any]:
+    payload: dict[str, Any] = {"type": event.type, "contentIndex": event.content_index}
+    content = event.partial.content
+    block = content[event.content_index] if event.content_index < len(content) else None
+    if isinstance(block, TextContent):
+        signature = block.text_signature
+    elif isinstance(block, ThinkingContent):
+        signature = block.thinking_signature
+    else:
+        signature = None
+    if signature is not None:
+        payload["contentSignature"] = signature
+    return payload
+
+
+def _tool_call_at(partial: AssistantMessage, index: int, kind: str) -> ToolCall:
+    content = partial.content
+    block = content[index] if 0 <= index < len(content) else None
+    if not isinstance(block, ToolCall):
+        raise ProxyError(f"{kind} at contentIndex {index}, which is not a tool call")
+    return block
