@@ -21,7 +21,7 @@ from pi_core import (
     run_agent_loop,
 )
 from pi_core.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
-from pi_core.testing import check_event_grammar, check_transcript
+from pi_core.testing import ScriptedStream, check_event_grammar, check_transcript, scripted_reply
 from support import BlockingStream, Recorder, faux, logging_getter, make_tool
 
 pytestmark = pytest.mark.anyio
@@ -370,3 +370,30 @@ async def test_outside_cancellation_is_not_an_abort() -> None:
             tg.cancel_scope.cancel()
     assert cleaned.is_set()
     assert "agent_end" not in recorder.types
+
+
+@pytest.mark.parametrize("kind", ["message_start", "message_update"])
+async def test_abort_from_a_listener_stops_a_stream_that_never_checkpoints(kind: str) -> None:
+    # A provider may hand over a burst of buffered events without yielding to the event loop;
+    # an abort from a listener must still cut the reply short there (SPEC §5 case 1).
+    stream = ScriptedStream([scripted_reply("Hello there, how are you?")], checkpoints=False)
+    controller = AbortController()
+    recorder = Recorder()
+
+    def emit(event: Any) -> None:
+        recorder(event)
+        if event.type == kind and event.message.role == "assistant":
+            controller.abort()
+
+    config = AgentLoopConfig(stream.model, stream_fn=stream)
+    with anyio.fail_after(5):
+        new = await run_agent_loop(
+            [UserMessage("go")], AgentContext(), config, emit, controller.signal
+        )
+    check_event_grammar(recorder.events)
+    final = new[-1]
+    assert isinstance(final, AssistantMessage)
+    assert (final.stop_reason, final.error_message) == ("aborted", "Request was aborted")
+    assert recorder.types[-3:] == ["message_end", "turn_end", "agent_end"]
+    assert recorder.types.count("message_update") <= 1
+    assert stream.open_streams == 0

@@ -8,7 +8,13 @@ import pytest
 
 import pi_core
 
-PUBLIC_MODULES = ["pi_core", "pi_core.nursery", "pi_core.proxy", "pi_core.serialization", "pi_core.testing"]
+PUBLIC_MODULES = [
+    "pi_core",
+    "pi_core.nursery",
+    "pi_core.proxy",
+    "pi_core.serialization",
+    "pi_core.testing",
+]
 
 
 @pytest.mark.parametrize("module_name", PUBLIC_MODULES)

@@ -13,6 +13,7 @@ from inspect import isawaitable
 from typing import Any, cast
 
 import anyio
+import anyio.lowlevel
 import attrs
 
 from ._batch import ToolBatch
@@ -351,6 +352,9 @@ class _AssistantStream:
             self._emitting = False
         if self._cancel_deferred and self._scope is not None:
             self._scope.cancel()
+            # Deliver the cancellation here: a stream that hands over its next events without a
+            # checkpoint (a burst of buffered events) would otherwise run on to its end.
+            await anyio.lowlevel.checkpoint()
 
     async def _stream(self) -> AssistantMessage:
         run = self._run

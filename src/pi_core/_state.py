@@ -42,8 +42,8 @@ class AgentState:
         tools: Iterable[Any],
         messages: Iterable[AgentMessage],
     ) -> None:
-        self.system_prompt = system_prompt
-        self.model = model
+        self.system_prompt: str = system_prompt
+        self.model: Model = model
         self.thinking_level: ThinkingLevel = thinking_level
         self._tools = list(tools)
         self._messages = list(messages)

@@ -25,6 +25,6 @@ __all__ = (
 
 for _name in __all__:
     _obj = globals()[_name]
-    if isinstance(_obj, type) or callable(_obj) and hasattr(_obj, "__code__"):
+    if isinstance(_obj, type) or (callable(_obj) and hasattr(_obj, "__code__")):
         _obj.__module__ = __name__  # the public path, for reprs and docs
 del _name, _obj

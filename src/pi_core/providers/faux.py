@@ -23,7 +23,7 @@ import random
 import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, overload, cast
+from typing import TYPE_CHECKING, Any, cast, overload
 
 import anyio
 import anyio.lowlevel

@@ -1,22 +1,19 @@
-"""Checks that a sequence of agent events is a well-formed run, and a transcript a valid one."""
+"""Checks that a sequence of agent events is one well-formed run."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from .._events import AgentEvent
-from .._messages import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
+from .._messages import AssistantMessage, ToolResultMessage
+from ._transcript import tool_calls_of
 
-__all__ = ["EventGrammarError", "TranscriptError", "check_event_grammar", "check_transcript"]
+__all__ = ["EventGrammarError", "check_event_grammar"]
 
 
 class EventGrammarError(AssertionError):
     """A sequence of agent events breaks the grammar of a run; the message says where and why."""
-
-
-class TranscriptError(AssertionError):
-    """A transcript has a tool call without exactly one result, or results out of order."""
 
 
 def check_event_grammar(events: Sequence[AgentEvent]) -> None:
@@ -25,153 +22,180 @@ def check_event_grammar(events: Sequence[AgentEvent]) -> None:
     The grammar: ``agent_start``, then turns bracketed by ``turn_start`` / ``turn_end``, then
     ``agent_end`` and nothing after it. Messages are bracketed by ``message_start`` /
     ``message_end`` one at a time (the same object for both, except the assistant's streamed
-    snapshots); ``message_update`` comes only inside an assistant message. Every tool call of a
-    turn's assistant message (unless it stopped with ``error`` / ``aborted``) is started once and
-    ended once, its updates in between, and its toolResult message comes after its end; the
-    toolResult messages and ``turn_end.tool_results`` follow the calls' source order.
-    ``agent_end.messages`` are messages ended during the run, in order.
+    snapshots); ``message_update`` comes only inside an assistant message. A turn has one
+    assistant message, and ``turn_end`` carries it. Every tool call of that message (unless it
+    stopped with ``error`` / ``aborted``) is started once after it, ended once, its updates in
+    between; its toolResult message comes after its end, the results in the calls' source
+    order, and ``turn_end.tool_results`` are those messages. ``agent_end.messages`` are
+    messages ended during the run, in order.
+
+    A run of the Agent that *failed* (SPEC §7) ends with the failure's own lifecycle
+    (``message_start``, ``message_end``, ``turn_end``, ``agent_end`` of one synthesized error
+    message) wherever the failure struck: then the events before it need only be the start of
+    a well-formed run.
+
+    The error message names the index of the offending event, what was expected there and what
+    was found.
     """
-    _Grammar(events).check()
+    if _ends_with_failure(events):
+        _Grammar(events[:-4], prefix=True).check()
+    else:
+        _Grammar(events, prefix=False).check()
 
 
-def check_transcript(messages: Sequence[AgentMessage]) -> None:
-    """Raise :class:`TranscriptError` unless every tool call of a completed assistant message has
-    exactly one toolResult message, in the calls' order, right after it (other messages such as
-    steering may follow the results)."""
-    index = 0
-    while index < len(messages):
-        message = messages[index]
-        index += 1
-        if not isinstance(message, AssistantMessage):
-            if isinstance(message, ToolResultMessage):
-                raise TranscriptError(
-                    f"message {index - 1}: toolResult {message.tool_call_id!r} answers no call"
-                )
-            continue
-        calls = _tool_calls(message)
-        if message.stop_reason in ("error", "aborted"):
-            continue
-        for call in calls:
-            result = messages[index] if index < len(messages) else None
-            if not isinstance(result, ToolResultMessage) or result.tool_call_id != call.id:
-                raise TranscriptError(
-                    f"message {index}: expected the toolResult of call {call.id!r} "
-                    f"({call.name}), found {_describe_message(result)}"
-                )
-            index += 1
-
-
-def _tool_calls(message: AssistantMessage) -> list[ToolCall]:
-    return [block for block in message.content if isinstance(block, ToolCall)]
-
-
-def _describe_message(message: object) -> str:
-    if message is None:
-        return "the end of the transcript"
-    role = getattr(message, "role", type(message).__name__)
-    if isinstance(message, ToolResultMessage):
-        return f"toolResult {message.tool_call_id!r}"
-    return str(role)
+def _ends_with_failure(events: Sequence[Any]) -> bool:
+    """Whether the last four events are the lifecycle of an Agent's failure message."""
+    if len(events) < 5:
+        return False
+    start, end, turn_end, agent_end = events[-4:]
+    failure = getattr(start, "message", None)
+    return (
+        start.type == "message_start"
+        and isinstance(failure, AssistantMessage)
+        and failure.stop_reason in ("error", "aborted")
+        and end.type == "message_end"
+        and end.message is failure
+        and turn_end.type == "turn_end"
+        and turn_end.message is failure
+        and not turn_end.tool_results
+        and agent_end.type == "agent_end"
+        and len(agent_end.messages) == 1
+        and agent_end.messages[0] is failure
+    )
 
 
 def _describe(event: Any) -> str:
-    kind = event.type
+    kind = getattr(event, "type", None)
+    if not isinstance(kind, str):
+        return repr(event)
     if kind.startswith("tool_execution"):
         return f"{kind}({event.tool_call_id!r})"
     if kind.startswith("message"):
-        return f"{kind}({event.message.role})"
-    return str(kind)
+        message = event.message
+        if isinstance(message, ToolResultMessage):
+            return f"{kind}(toolResult {message.tool_call_id!r})"
+        return f"{kind}({getattr(message, 'role', '?')})"
+    return kind
+
+
+class _Turn:
+    """What has happened in the current turn."""
+
+    __slots__ = ("assistant", "calls", "ended", "results", "started")
+
+    def __init__(self) -> None:
+        self.assistant: AssistantMessage | None = None
+        self.calls: list[str] = []
+        """Ids of the assistant message's tool calls that must run."""
+        self.started: dict[str, str] = {}
+        self.ended: set[str] = set()
+        self.results: list[ToolResultMessage] = []
 
 
 class _Grammar:
-    """A single pass over the events with the state of the open brackets."""
+    """A single pass over the events, keeping the open brackets."""
 
-    def __init__(self, events: Sequence[AgentEvent]) -> None:
+    def __init__(self, events: Sequence[Any], *, prefix: bool) -> None:
         self.events = events
+        self.prefix = prefix
         self.index = 0
-        self.in_turn = False
+        self.turn: _Turn | None = None
         self.open_message: Any = None
-        self.turn_messages: list[Any] = []
         self.ended_messages: list[Any] = []
-        self.started_tools: dict[str, str] = {}
-        self.ended_tools: set[str] = set()
-        self.results_seen: list[str] = []
 
-    def fail(self, expected: str) -> None:
-        event = self.events[self.index] if self.index < len(self.events) else None
-        found = _describe(event) if event is not None else "the end of the events"
+    def fail(self, expected: str) -> NoReturn:
+        events = self.events
+        found = _describe(events[self.index]) if self.index < len(events) else "the end"
         raise EventGrammarError(f"event {self.index}: expected {expected}, found {found}")
 
     def check(self) -> None:
         events = self.events
-        if not events or events[0].type != "agent_start":
+        if not events:
+            if self.prefix:
+                return
+            self.fail("agent_start")
+        if getattr(events[0], "type", None) != "agent_start":
             self.fail("agent_start")
         for self.index in range(1, len(events)):
             event = events[self.index]
-            if event.type == "agent_end":
-                self.check_agent_end(event)
+            if getattr(event, "type", None) == "agent_end":
+                self.on_agent_end(event)
                 if self.index != len(events) - 1:
                     self.index += 1
                     self.fail("nothing after agent_end")
                 return
-            getattr(self, "on_" + event.type)(event)
-        self.index = len(events)
-        self.fail("agent_end")
+            handler = getattr(self, f"on_{getattr(event, 'type', None)}", None)
+            if handler is None:
+                self.fail("an agent event")
+            handler(event)
+        if not self.prefix:
+            self.index = len(events)
+            self.fail("agent_end")
 
-    # --- brackets -------------------------------------------------------------------------------
+    # --- turns and the run ----------------------------------------------------------------------
 
     def on_agent_start(self, _event: Any) -> None:
         self.fail("one agent_start only")
 
     def on_turn_start(self, _event: Any) -> None:
-        if self.in_turn:
+        if self.turn is not None:
             self.fail("turn_end before the next turn_start")
-        self.in_turn = True
-        self.turn_messages = []
-        self.started_tools = {}
-        self.ended_tools = set()
-        self.results_seen = []
+        self.turn = _Turn()
 
     def on_turn_end(self, event: Any) -> None:
-        self.require_turn("turn_end")
-        if self.open_message is not None:
-            self.fail(f"message_end of the open {self.open_message.role} message")
-        assistants = [m for m in self.turn_messages if isinstance(m, AssistantMessage)]
-        if not assistants or event.message is not assistants[-1]:
+        turn = self.require_turn("turn_end")
+        self.require_no_message("turn_end")
+        if turn.assistant is None or event.message is not turn.assistant:
             self.fail("turn_end carrying the turn's assistant message")
-        self.check_turn_tools(event.message, event.tool_results)
-        self.in_turn = False
+        for call_id in turn.calls:
+            if call_id not in turn.started:
+                self.fail(f"tool_execution_start({call_id!r}) before turn_end")
+            if call_id not in turn.ended:
+                self.fail(f"tool_execution_end({call_id!r}) before turn_end")
+        answered = [result.tool_call_id for result in turn.results]
+        if answered != turn.calls:
+            self.fail(f"toolResult messages for {turn.calls} before turn_end, saw {answered}")
+        if len(event.tool_results) != len(turn.results) or any(
+            given is not ended
+            for given, ended in zip(event.tool_results, turn.results, strict=True)
+        ):
+            self.fail(f"turn_end.tool_results to be the turn's toolResult messages {answered}")
+        self.turn = None
 
-    def check_turn_tools(self, message: AssistantMessage, tool_results: list[Any]) -> None:
-        calls = [] if message.stop_reason in ("error", "aborted") else _tool_calls(message)
-        ids = [call.id for call in calls]
-        if set(self.started_tools) != set(ids) or self.ended_tools != set(ids):
-            self.fail(f"one tool_execution_start and one tool_execution_end for each of {ids}")
-        if self.results_seen != ids:
-            self.fail(f"toolResult messages for {ids} in source order, saw {self.results_seen}")
-        if [result.tool_call_id for result in tool_results] != ids:
-            self.fail(f"turn_end.tool_results in source order {ids}")
+    def on_agent_end(self, event: Any) -> None:
+        if self.turn is not None:
+            self.fail("turn_end before agent_end")
+        ended = iter(self.ended_messages)
+        for message in event.messages:
+            if not any(message is candidate for candidate in ended):
+                self.fail("agent_end.messages to be messages ended in this run, in order")
+
+    # --- messages -------------------------------------------------------------------------------
 
     def on_message_start(self, event: Any) -> None:
-        self.require_turn("message_start")
-        if self.open_message is not None:
-            self.fail(f"message_end of the open {self.open_message.role} message")
-        if event.message.role == "toolResult":
-            self.check_result_start(event.message)
-        self.open_message = event.message
+        turn = self.require_turn("message_start")
+        self.require_no_message("message_start")
+        message = event.message
+        if isinstance(message, AssistantMessage) and turn.assistant is not None:
+            self.fail("one assistant message per turn")
+        if isinstance(message, ToolResultMessage):
+            self.check_result_start(turn, message)
+        self.open_message = message
 
-    def check_result_start(self, message: ToolResultMessage) -> None:
+    def check_result_start(self, turn: _Turn, message: ToolResultMessage) -> None:
         call_id = message.tool_call_id
-        if call_id not in self.ended_tools:
+        position = len(turn.results)
+        if position >= len(turn.calls):
+            self.fail(f"no more toolResult messages in this turn (calls {turn.calls})")
+        if call_id != turn.calls[position]:
+            self.fail(f"the toolResult message of {turn.calls[position]!r} (source order)")
+        if call_id not in turn.ended:
             self.fail(f"tool_execution_end({call_id!r}) before its toolResult message")
-        if call_id in self.results_seen:
-            self.fail(f"one toolResult message for {call_id!r}")
-        self.results_seen.append(call_id)
 
     def on_message_update(self, event: Any) -> None:
-        if self.open_message is None or self.open_message.role != "assistant":
+        if self.open_message is None or not isinstance(self.open_message, AssistantMessage):
             self.fail("message_update only inside an assistant message")
-        if event.message.role != "assistant":
+        if not isinstance(event.message, AssistantMessage):
             self.fail("message_update of an assistant message")
 
     def on_message_end(self, event: Any) -> None:
@@ -179,47 +203,57 @@ class _Grammar:
         if opened is None:
             self.fail("message_start before message_end")
         message = event.message
-        if message.role != opened.role:
+        if getattr(message, "role", None) != getattr(opened, "role", None):
             self.fail(f"message_end of the open {opened.role} message")
-        if message.role != "assistant" and message is not opened:
+        if not isinstance(message, AssistantMessage) and message is not opened:
             self.fail("message_end carrying the same object as its message_start")
         self.open_message = None
-        self.turn_messages.append(message)
         self.ended_messages.append(message)
+        turn = self.turn
+        assert turn is not None  # message_start required it
+        if isinstance(message, AssistantMessage):
+            turn.assistant = message
+            if message.stop_reason not in ("error", "aborted"):
+                turn.calls = [call.id for call in tool_calls_of(message)]
+        elif isinstance(message, ToolResultMessage):
+            turn.results.append(message)
+
+    # --- tool calls -----------------------------------------------------------------------------
 
     def on_tool_execution_start(self, event: Any) -> None:
-        self.require_turn("tool_execution_start")
+        turn = self.require_turn("tool_execution_start")
         self.require_no_message("tool_execution_start")
-        if event.tool_call_id in self.started_tools:
-            self.fail(f"one tool_execution_start for {event.tool_call_id!r}")
-        self.started_tools[event.tool_call_id] = event.tool_name
+        if turn.assistant is None:
+            self.fail("the turn's assistant message before tool_execution_start")
+        call_id = event.tool_call_id
+        if call_id not in turn.calls:
+            self.fail(f"tool_execution_start of one of the calls {turn.calls}")
+        if call_id in turn.started:
+            self.fail(f"one tool_execution_start for {call_id!r}")
+        turn.started[call_id] = event.tool_name
 
     def on_tool_execution_update(self, event: Any) -> None:
         self.require_running(event, "tool_execution_update")
 
     def on_tool_execution_end(self, event: Any) -> None:
-        self.require_running(event, "tool_execution_end")
-        self.ended_tools.add(event.tool_call_id)
+        turn = self.require_running(event, "tool_execution_end")
+        turn.ended.add(event.tool_call_id)
 
-    def require_running(self, event: Any, kind: str) -> None:
-        self.require_turn(kind)
+    def require_running(self, event: Any, kind: str) -> _Turn:
+        turn = self.require_turn(kind)
         self.require_no_message(kind)
         call_id = event.tool_call_id
-        if call_id not in self.started_tools or call_id in self.ended_tools:
+        if call_id not in turn.started or call_id in turn.ended:
             self.fail(f"{kind} only between tool_execution_start and _end of {call_id!r}")
+        if event.tool_name != turn.started[call_id]:
+            self.fail(f"{kind} naming the tool {turn.started[call_id]!r} of its start")
+        return turn
 
-    def require_turn(self, kind: str) -> None:
-        if not self.in_turn:
+    def require_turn(self, kind: str) -> _Turn:
+        if self.turn is None:
             self.fail(f"turn_start before {kind}")
+        return self.turn
 
     def require_no_message(self, kind: str) -> None:
         if self.open_message is not None:
             self.fail(f"message_end of the open {self.open_message.role} message before {kind}")
-
-    def check_agent_end(self, event: Any) -> None:
-        if self.in_turn:
-            self.fail("turn_end before agent_end")
-        ended = iter(self.ended_messages)
-        for message in event.messages:
-            if not any(message is candidate for candidate in ended):
-                self.fail("agent_end.messages to be messages ended in this run, in order")

@@ -1,0 +1,237 @@
+"""A scripted model: a stream function that streams given replies, event by event.
+
+Unlike :class:`~pi_core.providers.faux.FauxProvider` it has no randomness and no pacing, and it
+can stop at a chosen event and wait there until it is cancelled, so a test can abort the run at
+an exact point of the reply.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import AsyncIterator, Iterable, Iterator
+
+import anyio
+import anyio.lowlevel
+
+from .._events import (
+    AssistantMessageEvent,
+    StreamDone,
+    StreamError,
+    StreamStart,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ThinkingDelta,
+    ThinkingEnd,
+    ThinkingStart,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+)
+from .._messages import (
+    AssistantContent,
+    AssistantMessage,
+    Context,
+    Model,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+)
+from .._options import StreamOptions
+
+__all__ = ["ScriptedStream", "scripted_reply"]
+
+SCRIPTED_MODEL = Model("scripted-1", "Scripted Model", api="scripted", provider="scripted")
+"""The model :class:`ScriptedStream` offers by default."""
+
+
+def scripted_reply(
+    *content: str | AssistantContent, stop_reason: StopReason | None = None
+) -> AssistantMessage:
+    """A reply for :class:`ScriptedStream`: each string becomes a text block.
+
+    The stop reason defaults to ``"toolUse"`` when the reply calls a tool, else ``"stop"``; an
+    ``"error"`` or ``"aborted"`` reply gets an ``error_message`` so that it reads like a real one.
+    """
+    blocks: list[AssistantContent] = [
+        TextContent(block) if isinstance(block, str) else block for block in content
+    ]
+    if stop_reason is None:
+        stop_reason = "toolUse" if any(isinstance(b, ToolCall) for b in blocks) else "stop"
+    model = SCRIPTED_MODEL
+    message = AssistantMessage(blocks, model.api, model.provider, model.id, stop_reason=stop_reason)
+    if stop_reason in ("error", "aborted"):
+        message.error_message = f"scripted {stop_reason}"
+    return message
+
+
+class ScriptedStream:
+    """A stream function answering the n-th model call with the n-th scripted reply.
+
+    Each reply streams as ``start``, then per block ``*_start``, deltas of ``chunk_size``
+    characters, ``*_end``, then ``done`` (or ``error`` for a reply whose stop reason is ``error``
+    or ``aborted``). When the replies run out, ``default`` answers (if given), else an ``error``
+    reply saying so. Every event's ``partial`` is a snapshot that later events do not change.
+
+    Args:
+        replies: the replies, in call order; each call streams a deep copy carrying the
+            requested model's api, provider and id.
+        default: the reply to every call after the scripted ones.
+        block_at: ``(call_index, event_index)``, both from 0: before yielding that event the
+            stream sets :attr:`blocked` and waits until it is cancelled (by an abort, say).
+        checkpoints: yield to the event loop before each event, as a network stream would.
+            Without them a reply streams in one go, like a burst of buffered events.
+        chunk_size: characters per delta.
+    """
+
+    def __init__(
+        self,
+        replies: Iterable[AssistantMessage] = (),
+        *,
+        default: AssistantMessage | None = None,
+        block_at: tuple[int, int] | None = None,
+        checkpoints: bool = True,
+        chunk_size: int = 4,
+    ) -> None:
+        if chunk_size < 1:
+            raise ValueError(f"chunk_size must be at least 1, not {chunk_size!r}")
+        self.replies: list[AssistantMessage] = list(replies)
+        self.default: AssistantMessage | None = default
+        self.block_at: tuple[int, int] | None = block_at
+        self.checkpoints: bool = checkpoints
+        self.chunk_size: int = chunk_size
+        self.model: Model = SCRIPTED_MODEL
+        """A model to give the loop or the Agent; any other model works too."""
+        self.contexts: list[Context] = []
+        """The context of every call, in call order."""
+        self.open_streams: int = 0
+        """Replies started and not yet closed: 0 whenever no run is streaming."""
+        self._blocked: anyio.Event | None = None
+
+    @property
+    def calls(self) -> int:
+        """How many times the model has been called."""
+        return len(self.contexts)
+
+    async def wait_blocked(self) -> None:
+        """Wait until the stream has reached ``block_at``."""
+        await self._blocked_event().wait()
+
+    def __call__(
+        self, model: Model, context: Context, options: StreamOptions | None = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        """The stream function: the call is counted when it is made, as providers do."""
+        index = self.calls
+        self.contexts.append(context)
+        return self._stream(index, self._reply_for(index, model))
+
+    def _reply_for(self, index: int, model: Model) -> AssistantMessage:
+        if index < len(self.replies):
+            reply = copy.deepcopy(self.replies[index])
+        elif self.default is not None:
+            reply = copy.deepcopy(self.default)
+        else:
+            reply = scripted_reply(stop_reason="error")
+            reply.error_message = f"ScriptedStream has no reply for call {index}"
+        reply.api, reply.provider, reply.model = model.api, model.provider, model.id
+        return reply
+
+    async def _stream(
+        self, call_index: int, reply: AssistantMessage
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        self.open_streams += 1
+        try:
+            for event_index, event in enumerate(_events_of(reply, self.chunk_size)):
+                if self.checkpoints:
+                    await anyio.lowlevel.checkpoint()
+                if self.block_at == (call_index, event_index):
+                    self._blocked_event().set()
+                    await anyio.sleep_forever()
+                yield event
+        finally:
+            self.open_streams -= 1
+
+    def _blocked_event(self) -> anyio.Event:
+        # Created on first use: an anyio.Event needs a running event loop.
+        if self._blocked is None:
+            self._blocked = anyio.Event()
+        return self._blocked
+
+
+def _events_of(reply: AssistantMessage, chunk_size: int) -> Iterator[AssistantMessageEvent]:
+    """The stream protocol events of ``reply``, each with its own snapshot of the partial."""
+    content: list[AssistantContent] = []
+
+    def snapshot() -> AssistantMessage:
+        partial = reply.shallow_copy()
+        partial.content = list(content)
+        return partial
+
+    yield StreamStart(snapshot())
+    for index, block in enumerate(reply.content):
+        content.append(_empty_like(block))
+        yield _start_event(block, index, snapshot())
+        so_far = ""
+        for chunk in _chunks(_streamed_text(block), chunk_size):
+            so_far += chunk
+            if not isinstance(block, ToolCall):  # a call's arguments appear whole at its end
+                content[index] = _empty_like(block, so_far)
+            yield _delta_event(block, index, chunk, snapshot())
+        content[index] = copy.copy(block)
+        yield _end_event(block, index, snapshot())
+    if reply.stop_reason == "error" or reply.stop_reason == "aborted":
+        yield StreamError(reply.stop_reason, reply)
+    else:
+        yield StreamDone(reply.stop_reason, reply)
+
+
+def _chunks(text: str, size: int) -> list[str]:
+    return [text[start : start + size] for start in range(0, len(text), size)]
+
+
+def _streamed_text(block: AssistantContent) -> str:
+    if isinstance(block, TextContent):
+        return block.text
+    if isinstance(block, ThinkingContent):
+        return block.thinking
+    return json.dumps(block.arguments)
+
+
+def _empty_like(block: AssistantContent, text: str = "") -> AssistantContent:
+    if isinstance(block, TextContent):
+        return TextContent(text)
+    if isinstance(block, ThinkingContent):
+        return ThinkingContent(text, redacted=block.redacted)
+    return ToolCall(block.id, block.name, {})
+
+
+def _start_event(
+    block: AssistantContent, index: int, partial: AssistantMessage
+) -> AssistantMessageEvent:
+    if isinstance(block, TextContent):
+        return TextStart(index, partial)
+    if isinstance(block, ThinkingContent):
+        return ThinkingStart(index, partial)
+    return ToolCallStart(index, partial)
+
+
+def _delta_event(
+    block: AssistantContent, index: int, chunk: str, partial: AssistantMessage
+) -> AssistantMessageEvent:
+    if isinstance(block, TextContent):
+        return TextDelta(index, chunk, partial)
+    if isinstance(block, ThinkingContent):
+        return ThinkingDelta(index, chunk, partial)
+    return ToolCallDelta(index, chunk, partial)
+
+
+def _end_event(
+    block: AssistantContent, index: int, partial: AssistantMessage
+) -> AssistantMessageEvent:
+    if isinstance(block, TextContent):
+        return TextEnd(index, block.text, partial)
+    if isinstance(block, ThinkingContent):
+        return ThinkingEnd(index, block.thinking, partial)
+    return ToolCallEnd(index, block, partial)
