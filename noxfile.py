@@ -29,7 +29,11 @@ def tests_asyncio_only(session: nox.Session) -> None:
     """The suite without trio installed: pi_core must import and work on asyncio alone."""
     _install_group(session, "test")
     session.run("pip", "uninstall", "--yes", "trio")
-    session.run("python", "-c", "import importlib.util, pi_core; assert not importlib.util.find_spec('trio')")
+    session.run(
+        "python",
+        "-c",
+        "import importlib.util, pi_core; assert not importlib.util.find_spec('trio')",
+    )
     session.run("pytest", "-q", *session.posargs)
 
 
@@ -47,3 +51,29 @@ def typing(session: nox.Session) -> None:
     _install_group(session, "typing")
     session.run("mypy")
     session.run("pyright", "--verifytypes", "pi_core", "--ignoreexternal")
+
+
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """The Sphinx site in docs/_build/html, warnings as errors."""
+    _install_group(session, "docs")
+    session.run("sphinx-build", "-W", "--keep-going", "-b", "html", "docs", "docs/_build/html")
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """The benchmarks: pi_core on asyncio and trio, its floor, and pi-agent-core 0.73.1 on Node.
+
+    ``nox -s bench -- --quick``; see ``python -m bench --help`` and docs/performance.md.
+    """
+    session.install("-e", ".[trio]")
+    session.run("python", "-m", "bench", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def interop(session: nox.Session) -> None:
+    """pi-agent-core 0.73.1's TypeScript streamProxy against our proxy server (needs node >= 20
+    and npm; the tests run ``npm ci`` in tests/proxy/interop and skip, saying why, without them).
+    """
+    _install_group(session, "test")
+    session.run("pytest", "tests/proxy/test_proxy_interop.py", "-v", "-rs", *session.posargs)

@@ -1,0 +1,207 @@
+"""The ``pi-core`` command line: the parser, and ``main`` dispatching to the commands."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib.metadata
+import importlib.util
+import io
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar, get_args
+
+import anyio
+
+from .._messages import ThinkingLevel
+from ._chat import chat_command
+from ._interrupt import EXIT_ABORTED, EXIT_ERROR, EXIT_USAGE
+from ._run import run_command
+from ._serve import DEFAULT_HOST, DEFAULT_PORT, proxy_token, serve_proxy
+from ._setup import DEFAULT_PROXY_TOKEN_ENV, PROVIDERS, AgentSettings, UsageError
+
+__all__ = ["build_parser", "main"]
+
+_T = TypeVar("_T")
+
+_DESCRIPTION = """\
+pi_core's agent runtime at work. Without a provider it uses a built-in demo model (no network,
+no key) that calls tools in parallel, streams progress and answers in a follow-up turn."""
+
+_EPILOG = """\
+examples:
+  pi-core run "What is 2 + 3 * 4?"
+  pi-core run --json "list the files here"
+  pi-core run --provider openai --model gpt-4o-mini "What time is it?"
+  pi-core chat
+  PI_CORE_PROXY_TOKEN=secret pi-core serve-proxy --port 8787
+
+exit status: 0 success, 1 a model or tool error ended the run, 2 usage error, 130 aborted"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``pi-core`` command line; returns the exit status."""
+    _tolerate_unencodable_output()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return _dispatch(args)
+    except UsageError as exc:
+        print(f"pi-core: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        # Only where Ctrl-C cannot be received as a signal, or before the handler is installed.
+        print("pi-core: interrupted", file=sys.stderr)
+        return EXIT_ABORTED
+    except Exception as exc:
+        if not _is_broken_pipe(exc):
+            raise
+        # The reader went away (`pi-core run ... | head`): stop quietly, as the Python docs advise.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``pi-core`` and its commands."""
+    parser = argparse.ArgumentParser(
+        prog="pi-core",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    agent_options = _agent_options()
+    run = commands.add_parser(
+        "run", parents=[agent_options], help="run one prompt and show the agent at work"
+    )
+    run.add_argument("prompt", metavar="PROMPT", help="what to ask")
+    commands.add_parser(
+        "chat",
+        parents=[agent_options],
+        help="talk to the agent; lines typed while it works steer it",
+    )
+    _add_serve_parser(commands)
+    return parser
+
+
+def _agent_options() -> argparse.ArgumentParser:
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("agent options")
+    group.add_argument(
+        "--provider",
+        choices=PROVIDERS,
+        default="faux",
+        help="where the model is (default: faux, the built-in demo model)",
+    )
+    group.add_argument("--model", help="model id (required for openai and anthropic)")
+    group.add_argument("--api", help="with --provider proxy: the model's api on the server")
+    group.add_argument("--base-url", help="the provider's base URL, or the proxy's URL")
+    group.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        help="environment variable holding the key (default: the provider's usual "
+        f"one; {DEFAULT_PROXY_TOKEN_ENV} for the proxy)",
+    )
+    group.add_argument("--system", metavar="TEXT", help="the system prompt")
+    group.add_argument(
+        "--thinking",
+        choices=get_args(ThinkingLevel),
+        default="off",
+        help="thinking level (default: off)",
+    )
+    group.add_argument(
+        "--tool-execution",
+        choices=("parallel", "sequential"),
+        default="parallel",
+        help="how a batch of tool calls runs (default: parallel)",
+    )
+    _add_backend(group)
+    group.add_argument(
+        "--json", action="store_true", help="print one JSON event per line instead of the live view"
+    )
+    return parent
+
+
+def _add_serve_parser(commands: Any) -> None:
+    serve = commands.add_parser("serve-proxy", help="serve the proxy API with hypercorn")
+    serve.add_argument("--host", default=DEFAULT_HOST, help=f"default: {DEFAULT_HOST}")
+    serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"default: {DEFAULT_PORT}")
+    serve.add_argument(
+        "--token-env",
+        metavar="VAR",
+        default=DEFAULT_PROXY_TOKEN_ENV,
+        help="environment variable holding the bearer token clients must send "
+        f"(default: {DEFAULT_PROXY_TOKEN_ENV}); required",
+    )
+    _add_backend(serve)
+
+
+def _add_backend(group: Any) -> None:
+    group.add_argument(
+        "--backend",
+        choices=("asyncio", "trio"),
+        default="asyncio",
+        help="the event loop (default: asyncio)",
+    )
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.backend == "trio" and importlib.util.find_spec("trio") is None:
+        raise UsageError("--backend trio needs trio: pip install 'pi-core[trio]'")
+    if args.command == "serve-proxy":
+        token = proxy_token(args.token_env)
+        serve = functools.partial(serve_proxy, args.host, args.port, token, args.backend)
+        _run(serve, args.backend)
+        return 0
+    settings = _settings(args)
+    if args.command == "run":
+        if not args.prompt.strip():
+            raise UsageError("the prompt is empty")
+        return _run(functools.partial(run_command, settings, args.prompt), args.backend)
+    return _run(functools.partial(chat_command, settings), args.backend)
+
+
+def _settings(args: argparse.Namespace) -> AgentSettings:
+    return AgentSettings(
+        provider=args.provider,
+        model=args.model,
+        api=args.api,
+        base_url=args.base_url,
+        api_key_env=args.api_key_env,
+        system=args.system,
+        thinking=args.thinking,
+        tool_execution=args.tool_execution,
+        json=args.json,
+    )
+
+
+def _run(command: Callable[[], Awaitable[_T]], backend: str) -> _T:
+    return anyio.run(command, backend=backend)
+
+
+def _is_broken_pipe(exc: BaseException) -> bool:
+    """A closed stdout, possibly inside the exception groups of the task groups it crossed."""
+    if isinstance(exc, BrokenPipeError):
+        return True
+    inner: tuple[BaseException, ...] = getattr(exc, "exceptions", ())
+    return bool(inner) and all(_is_broken_pipe(sub) for sub in inner)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("pi-core")
+    except importlib.metadata.PackageNotFoundError:  # running from a source tree
+        return "unknown"
+
+
+def _tolerate_unencodable_output() -> None:
+    # The live view draws arrows and check marks; a console that cannot encode them should
+    # show a replacement character rather than crash the run.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="replace")

@@ -1,0 +1,210 @@
+"""``pi-core chat``: an interactive session on one Agent.
+
+A line typed while the agent works steers it (``agent.steer``); a line typed while it is idle is
+the next prompt. Ctrl-C aborts the running turn (its close-out is shown); a second Ctrl-C, Ctrl-C
+while idle, or the end of input leaves. The end of input waits for the running turn first, so
+``printf 'question\\n' | pi-core chat`` answers the question before it exits.
+
+Every input (a line, the end of input, Ctrl-C, a finished run) arrives on one memory stream and is
+handled in order by one task: the session is a small state machine with no locks.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from typing import TextIO
+
+import anyio
+import anyio.abc
+import anyio.from_thread
+import anyio.lowlevel
+import attrs
+from anyio.streams.memory import MemoryObjectSendStream
+
+from .._agent import Agent
+from ._interrupt import EXIT_ABORTED, EXIT_OK, open_interrupts
+from ._render import JsonRenderer, LiveRenderer
+from ._run import make_renderer
+from ._setup import AgentSettings, build_agent
+
+__all__ = ["chat_command"]
+
+_HELP = "Type a message. While the agent works, a line steers it; Ctrl-C aborts; Ctrl-D quits."
+
+
+@attrs.frozen
+class _Line:
+    text: str
+
+
+@attrs.frozen
+class _EndOfInput:
+    pass
+
+
+@attrs.frozen
+class _Interrupt:
+    pass
+
+
+@attrs.frozen
+class _RunDone:
+    aborted: bool
+
+
+_Input = _Line | _EndOfInput | _Interrupt | _RunDone
+
+
+async def chat_command(
+    settings: AgentSettings, stdin: TextIO | None = None, out: TextIO | None = None
+) -> int:
+    """Chat until the input ends (exit 0) or Ctrl-C while idle (exit 130).
+
+    ``stdin`` and ``out`` default to the process's standard input and output.
+    """
+    stdin = stdin if stdin is not None else sys.stdin
+    out = out if out is not None else sys.stdout
+    interactive = stdin.isatty()
+    agent, description = build_agent(settings)
+    # When the input is a pipe nobody sees it typed, so the renderer shows each prompt.
+    renderer = make_renderer(settings, out, echo_prompt=not interactive)
+    agent.subscribe(renderer)
+    if isinstance(renderer, LiveRenderer):
+        renderer.header(description)
+        if interactive:
+            renderer.note(_HELP)
+    return await _ChatSession(agent, renderer, interactive).run(stdin)
+
+
+class _ChatSession:
+    def __init__(
+        self, agent: Agent, renderer: JsonRenderer | LiveRenderer, interactive: bool
+    ) -> None:
+        self.agent = agent
+        self.renderer = renderer
+        self.interactive = interactive
+        self.running = False
+        self.end_of_input = False
+        self.exit_code: int | None = None
+
+    async def run(self, stdin: TextIO) -> int:
+        send, receive = anyio.create_memory_object_stream[_Input](math.inf)
+        async with send, receive, anyio.create_task_group() as tg:
+            await tg.start(self._watch_interrupts, send)
+            _start_reader(stdin, send)
+            self._show_prompt()
+            async for item in receive:
+                self._handle(item, tg, send)
+                if self.exit_code is not None:
+                    break
+            tg.cancel_scope.cancel()
+        return self.exit_code if self.exit_code is not None else EXIT_OK
+
+    def _handle(
+        self, item: _Input, tg: anyio.abc.TaskGroup, send: MemoryObjectSendStream[_Input]
+    ) -> None:
+        if isinstance(item, _Line):
+            self._on_line(item.text.strip(), tg, send)
+        elif isinstance(item, _EndOfInput):
+            self.end_of_input = True
+            if self.interactive:
+                self.renderer.note("")  # Ctrl-D leaves the cursor after the prompt
+            if not self.running:
+                self.exit_code = EXIT_OK
+        elif isinstance(item, _Interrupt):
+            self._on_interrupt()
+        else:
+            self._on_run_done(item.aborted, tg, send)
+
+    def _on_line(
+        self, text: str, tg: anyio.abc.TaskGroup, send: MemoryObjectSendStream[_Input]
+    ) -> None:
+        if not text:
+            if not self.running:
+                self._show_prompt()
+        elif self.running:
+            self.agent.steer(text)
+            self.renderer.note(f"steering queued: {text}")
+        else:
+            self._start(lambda: self.agent.prompt(text), tg, send)
+
+    def _on_interrupt(self) -> None:
+        signal = self.agent.signal
+        if self.running and signal is not None and not signal.aborted:
+            self.renderer.note("interrupted: aborting the turn (Ctrl-C again to quit)")
+            self.agent.abort("interrupted")
+        else:
+            self.renderer.note("interrupted: quitting")
+            self.exit_code = EXIT_ABORTED
+
+    def _on_run_done(
+        self, aborted: bool, tg: anyio.abc.TaskGroup, send: MemoryObjectSendStream[_Input]
+    ) -> None:
+        self.running = False
+        # Steering typed after the run's last poll is still queued: answer it now, unless the
+        # user aborted, in which case it waits for the next prompt (as the Agent keeps it).
+        if self.agent.has_queued_messages() and not aborted:
+            self._start(self.agent.continue_, tg, send)
+        elif self.end_of_input:
+            self.exit_code = EXIT_OK
+        else:
+            self._show_prompt()
+
+    def _start(
+        self,
+        run: Callable[[], Awaitable[None]],
+        tg: anyio.abc.TaskGroup,
+        send: MemoryObjectSendStream[_Input],
+    ) -> None:
+        self.running = True
+        tg.start_soon(self._drive, run, send)
+
+    async def _drive(
+        self, run: Callable[[], Awaitable[None]], send: MemoryObjectSendStream[_Input]
+    ) -> None:
+        await run()
+        send.send_nowait(_RunDone(aborted=self.renderer.stats.outcome == "aborted"))
+
+    async def _watch_interrupts(
+        self,
+        send: MemoryObjectSendStream[_Input],
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        with open_interrupts() as interrupts:
+            task_status.started()
+            if interrupts is not None:
+                async for _ in interrupts:
+                    send.send_nowait(_Interrupt())
+
+    def _show_prompt(self) -> None:
+        if self.interactive and isinstance(self.renderer, LiveRenderer):
+            self.renderer.prompt("you> ")
+
+
+def _start_reader(stdin: TextIO, send: MemoryObjectSendStream[_Input]) -> None:
+    """Read ``stdin`` line by line in a daemon thread, posting each line to ``send``.
+
+    Not ``anyio.to_thread``: a blocked ``readline`` cannot be interrupted, and asyncio's worker
+    threads are joined at exit, so quitting with Ctrl-C would wait for one more line. A daemon
+    thread simply dies with the process.
+    """
+    token = anyio.lowlevel.current_token()
+
+    def post(item: _Input) -> bool:
+        try:
+            anyio.from_thread.run_sync(send.send_nowait, item, token=token)
+        except Exception:  # the session has ended: its loop or its stream is closed
+            return False
+        return True
+
+    def read() -> None:
+        for line in iter(stdin.readline, ""):
+            if not post(_Line(line)):
+                return
+        post(_EndOfInput())
+
+    threading.Thread(target=read, name="pi-core chat input", daemon=True).start()

@@ -1,0 +1,213 @@
+"""The built-in demo model: a :class:`FauxProvider` whose replies are planned from the context.
+
+It needs no network and no key, and shows the runtime at work: a first turn that thinks, talks and
+calls several tools at once (a slow ``sleep`` that streams progress first in source order, so the
+results arrive out of order), then a second turn that reads the tool results back. A user message
+injected after the tool results (steering) is acknowledged in that second turn.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .._messages import (
+    AssistantMessage,
+    Context,
+    Message,
+    Model,
+    TextContent,
+    ToolResultMessage,
+    UserMessage,
+)
+from .._options import StreamOptions, StreamResult
+from .._registry import register_provider
+from ..providers.faux import (
+    FauxProvider,
+    faux_assistant_message,
+    faux_text,
+    faux_thinking,
+    faux_tool_call,
+)
+from ._calc import CalculationError, calculate
+
+__all__ = ["DEMO_API", "DEMO_MODEL_ID", "DEMO_TOKENS_PER_SECOND", "DemoModel", "demo_reply"]
+
+DEMO_API = "pi-demo"
+DEMO_MODEL_ID = "pi-demo"
+DEMO_TOKENS_PER_SECOND = 150.0
+"""Fast enough to finish in a couple of seconds, slow enough to watch the text stream."""
+
+_ABORTED = "Operation aborted"
+_DEFAULT_EXPRESSION = "6 * 7"
+_DEFAULT_SLEEP = 1.0
+_FILE_WORDS = re.compile(r"\b(files?|dir|directory|folder|ls)\b", re.IGNORECASE)
+_SECONDS = re.compile(
+    r"(?:\b(?:sleep|wait)\s+(\d+(?:\.\d+)?))|(?:\b(\d+(?:\.\d+)?)\s*(?:s|sec|secs|seconds?)\b)",
+    re.IGNORECASE,
+)
+_ARITHMETIC = re.compile(r"[-+(\d.][-+*/%().\d\s]*")
+_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.[A-Za-z]\w{0,7})(?![\w/])")
+
+
+class DemoModel:
+    """The demo model; :attr:`stream` is its stream function, :attr:`model` its :class:`Model`.
+
+    Args:
+        tokens_per_second: pacing of the streamed reply; ``None`` streams as fast as possible.
+        seed: seeds the chunk sizes, for reproducible output.
+    """
+
+    def __init__(
+        self, *, tokens_per_second: float | None = DEMO_TOKENS_PER_SECOND, seed: int | None = None
+    ) -> None:
+        self._faux = FauxProvider(
+            models=[{"id": DEMO_MODEL_ID, "name": "pi-core demo model", "reasoning": True}],
+            api=DEMO_API,
+            provider="pi-demo",
+            tokens_per_second=tokens_per_second,
+            token_size=(1, 2),
+            seed=seed,
+        )
+
+    @property
+    def model(self) -> Model:
+        """The demo's only model."""
+        return self._faux.models[0]
+
+    def stream(self, model: Model, context: Context, options: StreamOptions) -> StreamResult:
+        """Answer any number of calls: each one queues a freshly planned reply first."""
+        self._faux.append_responses([demo_reply])
+        return self._faux.stream(model, context, options)
+
+    def register(self) -> None:
+        """Serve api ``"pi-demo"`` in :func:`pi_core.stream_simple` (for the proxy server)."""
+        register_provider(DEMO_API, self.stream)
+
+
+def demo_reply(
+    context: Context, options: StreamOptions, call_count: int, model: Model
+) -> AssistantMessage:
+    """Plan the next reply from the end of the transcript (a faux response factory)."""
+    messages = context.messages
+    last = messages[-1] if messages else None
+    if isinstance(last, ToolResultMessage):
+        return _report(_latest_results(messages), steering=[])
+    if isinstance(last, UserMessage):
+        steering = _trailing_user_texts(messages)
+        results = _latest_results(messages)
+        # User messages right after tool results steer the run, unless that run was aborted:
+        # then they start a new request.
+        if results and not any(_result_text(r) == _ABORTED for r in results):
+            return _report(results, steering)
+        return _plan(_user_text(last))
+    return faux_assistant_message("Nothing to add: send me a message.")
+
+
+# --- the first turn: plan tool calls ------------------------------------------------------------
+
+
+def _plan(prompt: str) -> AssistantMessage:
+    calls = [
+        faux_tool_call("sleep", {"seconds": _seconds(prompt)}),
+        faux_tool_call("calculate", {"expression": _expression(prompt)}),
+        faux_tool_call("now", {}),
+    ]
+    if _FILE_WORDS.search(prompt):
+        calls.append(faux_tool_call("list_dir", {"path": "."}))
+    calls.extend(faux_tool_call("read_file", {"path": path}) for path in _paths(prompt))
+    names = ", ".join(call.name for call in calls)
+    thinking = (
+        f'The user wrote: "{_shorten(prompt, 80)}". I can call {names} at once. sleep reports '
+        "progress and is the slowest, so the results will arrive out of order."
+    )
+    text = f"I'll run {len(calls)} tools in parallel."
+    return faux_assistant_message(
+        [faux_thinking(thinking), faux_text(text), *calls], stop_reason="toolUse"
+    )
+
+
+def _seconds(prompt: str) -> float:
+    match = _SECONDS.search(prompt)
+    if match is None:
+        return _DEFAULT_SLEEP
+    return float(match.group(1) or match.group(2))
+
+
+def _expression(prompt: str) -> str:
+    """The longest arithmetic in the prompt that evaluates, else a default."""
+    candidates = [m.group().strip() for m in _ARITHMETIC.finditer(prompt)]
+    valid = [c for c in candidates if re.search(r"\d\s*[-+*/%]", c) and _evaluates(c)]
+    return max(valid, key=len, default=_DEFAULT_EXPRESSION)
+
+
+def _evaluates(expression: str) -> bool:
+    try:
+        calculate(expression)
+    except CalculationError:
+        return False
+    return True
+
+
+def _paths(prompt: str) -> list[str]:
+    return list(dict.fromkeys(_PATH.findall(prompt)))[:2]
+
+
+# --- the next turn: report the results ----------------------------------------------------------
+
+
+def _report(results: Sequence[ToolResultMessage], steering: Sequence[str]) -> AssistantMessage:
+    lines = [f'You said: "{_shorten(text, 80)}". Noted.' for text in steering]
+    lines.append("Here is what the tools reported:")
+    lines.extend(f"- {_describe(result)}" for result in results)
+    thinking = f"{len(results)} tool results are in; time to report them."
+    return faux_assistant_message([faux_thinking(thinking), faux_text("\n".join(lines))])
+
+
+def _describe(result: ToolResultMessage) -> str:
+    text = _result_text(result)
+    first = _shorten(text.splitlines()[0] if text else "", 100)
+    if result.is_error:
+        return f"{result.tool_name} failed: {first}"
+    if result.tool_name == "now":
+        return f"it is {first}"
+    if result.tool_name == "list_dir":
+        return f"the directory has {len(text.splitlines())} entries"
+    if result.tool_name == "read_file":
+        return f"the file starts with: {first}"
+    return first
+
+
+def _latest_results(messages: Sequence[Message]) -> list[ToolResultMessage]:
+    """The tool results of the last batch (skipping messages injected after them)."""
+    results: list[ToolResultMessage] = []
+    for message in reversed(messages):
+        if isinstance(message, ToolResultMessage):
+            results.append(message)
+        elif results or not isinstance(message, UserMessage):
+            break
+    return results[::-1]
+
+
+def _trailing_user_texts(messages: Sequence[Message]) -> list[str]:
+    texts: list[str] = []
+    for message in reversed(messages):
+        if not isinstance(message, UserMessage):
+            break
+        texts.append(_user_text(message))
+    return texts[::-1]
+
+
+def _user_text(message: UserMessage) -> str:
+    if isinstance(message.content, str):
+        return message.content
+    return " ".join(block.text for block in message.content if isinstance(block, TextContent))
+
+
+def _result_text(result: ToolResultMessage) -> str:
+    return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
+
+
+def _shorten(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

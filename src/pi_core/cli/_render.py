@@ -1,0 +1,318 @@
+"""Rendering agent events: live, human-readable text, or one JSON event per line.
+
+Both renderers are agent listeners (``renderer(event, signal)``) and keep a :class:`RunStats` of
+the current run, from which the command derives its exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Literal, TextIO
+
+import attrs
+
+from .._events import (
+    AgentEvent,
+    AssistantMessageEvent,
+    MessageEnd,
+    MessageStart,
+    MessageUpdate,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ThinkingDelta,
+    ThinkingEnd,
+    ThinkingStart,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+    ToolExecutionUpdate,
+    TurnEnd,
+)
+from .._messages import AssistantMessage, TextContent, UserMessage
+from .._tools import AgentToolResult
+from ..nursery import AbortSignal
+
+__all__ = ["JsonRenderer", "LiveRenderer", "Outcome", "RunStats", "Style", "use_color"]
+
+Outcome = Literal["done", "error", "aborted"]
+
+_ARGS_LIMIT = 80
+_RESULT_LIMIT = 100
+
+
+def use_color(stream: TextIO) -> bool:
+    """ANSI styling only on a terminal, and never when ``NO_COLOR`` is set (no-color.org)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty is not None and isatty())
+
+
+class Style:
+    """ANSI styles, or plain text when disabled."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def _wrap(self, code: str, text: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled and text else text
+
+    def dim(self, text: str) -> str:
+        return self._wrap("2", text)
+
+    def bold(self, text: str) -> str:
+        return self._wrap("1", text)
+
+    def red(self, text: str) -> str:
+        return self._wrap("31", text)
+
+    def green(self, text: str) -> str:
+        return self._wrap("32", text)
+
+    def yellow(self, text: str) -> str:
+        return self._wrap("33", text)
+
+    def cyan(self, text: str) -> str:
+        return self._wrap("36", text)
+
+
+@attrs.define
+class RunStats:
+    """What one run did, gathered from its events."""
+
+    turns: int = 0
+    tool_calls: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    outcome: Outcome = "done"
+    error_message: str | None = None
+    started: float = attrs.Factory(time.perf_counter)
+    elapsed: float = 0.0
+
+    def observe(self, event: AgentEvent, signal: AbortSignal) -> None:
+        """Update the counters for ``event``."""
+        if isinstance(event, MessageEnd) and isinstance(event.message, AssistantMessage):
+            self.tokens += event.message.usage.total_tokens
+            self.cost += event.message.usage.cost.total
+        elif isinstance(event, ToolExecutionEnd):
+            self.tool_calls += 1
+        elif isinstance(event, TurnEnd):
+            self._observe_turn_end(event, signal)
+        elif event.type == "agent_end":
+            self.elapsed = time.perf_counter() - self.started
+
+    def _observe_turn_end(self, event: TurnEnd, signal: AbortSignal) -> None:
+        # The same rule as the Agent's state: an aborted reply, or a batch cut short by an abort.
+        self.turns += 1
+        message = event.message
+        if message.stop_reason == "aborted" or (event.tool_results and signal.aborted):
+            self.outcome = "aborted"
+            self.error_message = message.error_message or "Operation aborted"
+        elif message.stop_reason == "error":
+            self.outcome = "error"
+            self.error_message = message.error_message
+
+
+class JsonRenderer:
+    """Writes each event as one line of JSON (:func:`pi_core.serialization.dumps`)."""
+
+    def __init__(self, out: TextIO, notes: TextIO | None = None) -> None:
+        self.out = out
+        self.notes = notes if notes is not None else sys.stderr
+        self.stats = RunStats()
+
+    def __call__(self, event: AgentEvent, signal: AbortSignal) -> None:
+        from ..serialization import dumps  # imported on use: cattrs hooks are built lazily
+
+        if event.type == "agent_start":
+            self.stats = RunStats()
+        self.stats.observe(event, signal)
+        self.out.write(dumps(event) + "\n")
+        self.out.flush()
+
+    def note(self, text: str) -> None:
+        """A remark for the user; on stderr, so that stdout stays pure JSON lines."""
+        self.notes.write(text + "\n")
+        self.notes.flush()
+
+
+class LiveRenderer:
+    """Shows a run as it happens: text, thinking, tool calls with progress, a closing summary.
+
+    Args:
+        out: where to write (flushed after each event, so pipes see output at once).
+        style: colors, or none.
+        echo_prompt: show the prompt of a run (off in an interactive chat, where it was typed).
+    """
+
+    def __init__(self, out: TextIO, style: Style, *, echo_prompt: bool = True) -> None:
+        self.out = out
+        self.style = style
+        self.echo_prompt = echo_prompt
+        self.stats = RunStats()
+        self._at_line_start = True
+        self._seen_assistant = False
+        self._tool_started: dict[str, float] = {}
+        self._in_thinking = False
+
+    def __call__(self, event: AgentEvent, signal: AbortSignal) -> None:
+        if event.type == "agent_start":
+            self.stats = RunStats()
+        self.stats.observe(event, signal)
+        self._render(event)
+        self.out.flush()
+
+    def note(self, text: str) -> None:
+        """A dim remark on a line of its own (e.g. from the chat, in the middle of a reply)."""
+        self._line(self.style.dim(text))
+        if self._in_thinking:  # the thinking goes on after the note: label it again
+            self._write(self._thinking_label())
+        self.out.flush()
+
+    def header(self, text: str) -> None:
+        """A bold line, e.g. which model and tools a command uses."""
+        self._line(self.style.bold(text))
+        self.out.flush()
+
+    def prompt(self, text: str) -> None:
+        """An input prompt, left open: the user's Enter ends the line."""
+        self._line_break()
+        self.out.write(self.style.bold(text))
+        self.out.flush()
+
+    # --- dispatch -------------------------------------------------------------------------------
+
+    def _render(self, event: AgentEvent) -> None:
+        if event.type == "agent_start":
+            self._seen_assistant = False
+        elif event.type == "turn_start":
+            self._line(self.style.dim(f"── turn {self.stats.turns + 1}"))
+        elif isinstance(event, MessageStart):
+            self._message_start(event)
+        elif isinstance(event, MessageUpdate):
+            self._stream(event.assistant_message_event)
+        elif isinstance(event, MessageEnd) and isinstance(event.message, AssistantMessage):
+            self._assistant_end(event.message)
+        elif isinstance(event, ToolExecutionStart):
+            self._tool_start(event)
+        elif isinstance(event, ToolExecutionUpdate):
+            self._tool_update(event)
+        elif isinstance(event, ToolExecutionEnd):
+            self._tool_end(event)
+        elif event.type == "agent_end":
+            self._summary()
+
+    def _message_start(self, event: MessageStart) -> None:
+        message = event.message
+        if isinstance(message, AssistantMessage):
+            self._seen_assistant = True
+        elif isinstance(message, UserMessage):
+            if self._seen_assistant:  # injected mid-run: steering or a follow-up
+                self._line(self.style.cyan("» queued message: ") + _user_text(message))
+            elif self.echo_prompt:
+                self._line(self.style.bold("you: ") + _user_text(message))
+
+    def _stream(self, event: AssistantMessageEvent) -> None:
+        if isinstance(event, ThinkingStart):
+            self._line_break()
+            self._write(self._thinking_label())
+            self._in_thinking = True
+        elif isinstance(event, ThinkingDelta):
+            self._write(event.delta, self.style.dim)
+        elif isinstance(event, TextDelta):
+            self._write(event.delta)
+        elif isinstance(event, (ThinkingEnd, TextStart, TextEnd)):
+            self._line_break()
+            self._in_thinking = False
+
+    def _thinking_label(self) -> str:
+        return self.style.dim("thinking: ") if self.style.enabled else "[thinking] "
+
+    def _assistant_end(self, message: AssistantMessage) -> None:
+        self._line_break()
+        self._in_thinking = False
+        if message.stop_reason == "error":
+            self._line(self.style.red(f"error: {message.error_message}"))
+        elif message.stop_reason == "aborted":
+            self._line(self.style.yellow(f"aborted: {message.error_message}"))
+
+    # --- tools ----------------------------------------------------------------------------------
+
+    def _tool_start(self, event: ToolExecutionStart) -> None:
+        self._tool_started[event.tool_call_id] = time.perf_counter()
+        args = _shorten(json.dumps(event.args, ensure_ascii=False), _ARGS_LIMIT)
+        self._line(f"  → {self.style.cyan(event.tool_name)} {self.style.dim(args)}")
+
+    def _tool_update(self, event: ToolExecutionUpdate) -> None:
+        progress = _shorten(_result_text(event.partial_result), _RESULT_LIMIT)
+        self._line(self.style.dim(f"  ⋯ {event.tool_name}: {progress}"))
+
+    def _tool_end(self, event: ToolExecutionEnd) -> None:
+        started = self._tool_started.pop(event.tool_call_id, None)
+        took = _duration(time.perf_counter() - started) if started is not None else "?"
+        preview = _shorten(_result_text(event.result), _RESULT_LIMIT)
+        mark = self.style.red("✗") if event.is_error else self.style.green("✓")
+        took = self.style.dim(f"({took})")
+        self._line(f"  {mark} {self.style.cyan(event.tool_name)}: {preview} {took}")
+
+    # --- the summary ----------------------------------------------------------------------------
+
+    def _summary(self) -> None:
+        stats = self.stats
+        word = {
+            "done": self.style.green("done"),
+            "error": self.style.red("error"),
+            "aborted": self.style.yellow("aborted"),
+        }[stats.outcome]
+        parts = [
+            word,
+            _plural(stats.turns, "turn"),
+            _plural(stats.tool_calls, "tool call"),
+            f"{stats.tokens:,} tokens",
+            f"${stats.cost:.4f}",
+            _duration(stats.elapsed),
+        ]
+        self._line(" · ".join(parts))
+
+    # --- output ---------------------------------------------------------------------------------
+
+    def _write(self, text: str, style: Callable[[str], str] | None = None) -> None:
+        """Write ``text`` (styled), remembering whether the cursor is now at a line start."""
+        if text:
+            self.out.write(style(text) if style is not None else text)
+            self._at_line_start = text.endswith("\n")
+
+    def _line_break(self) -> None:
+        if not self._at_line_start:
+            self._write("\n")
+
+    def _line(self, text: str) -> None:
+        self._line_break()
+        self._write(text + "\n")
+
+
+def _result_text(result: AgentToolResult) -> str:
+    texts = [block.text for block in result.content if isinstance(block, TextContent)]
+    return " ".join(" ".join(texts).split())
+
+
+def _user_text(message: UserMessage) -> str:
+    if isinstance(message.content, str):
+        return message.content
+    return " ".join(block.text for block in message.content if isinstance(block, TextContent))
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

@@ -1,0 +1,116 @@
+"""``pi-core serve-proxy``: serve :func:`pi_core.proxy.create_proxy_app` with hypercorn.
+
+The server streams for the OpenAI-compatible and Anthropic providers (keys from the server's
+environment) and for the built-in demo model (api ``"pi-demo"``), so that
+``pi-core run --provider proxy --base-url http://127.0.0.1:8787`` works with no key at all.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from typing import Any, Literal
+
+import anyio
+import attrs
+
+from .._messages import Model
+from .._registry import stream_simple
+from ._demo import DEMO_API, DemoModel
+from ._interrupt import open_interrupts
+from ._setup import UsageError
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "proxy_token", "serve_proxy"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8787
+_SERVED_APIS = frozenset({"openai-completions", "anthropic-messages", DEMO_API})
+
+
+def proxy_token(env_var: str) -> str:
+    """The bearer token clients must send, read from ``env_var``.
+
+    Raises:
+        UsageError: the variable is unset or empty: a proxy without a token would let anyone
+            spend the server's API keys, so it is never started.
+    """
+    token = os.environ.get(env_var)
+    if not token:
+        raise UsageError(
+            f"refusing to serve without a token: set the environment variable {env_var} "
+            "(or name another one with --token-env)"
+        )
+    return token
+
+
+async def serve_proxy(
+    host: str, port: int, token: str, backend: Literal["asyncio", "trio"] = "asyncio"
+) -> None:
+    """Serve until SIGINT or SIGTERM, then shut down gracefully.
+
+    Raises:
+        UsageError: hypercorn or :mod:`pi_core.proxy` is not installed.
+    """
+    app = _make_app(token)
+    config = _hypercorn_config(host, port)
+    serve = _hypercorn_serve(backend)
+    # hypercorn logs the address once bound (the real port, when asked for port 0).
+    print("pi-core proxy: POST /api/stream with the bearer token; Ctrl-C stops", file=sys.stderr)
+    await serve(app, config, shutdown_trigger=_until_stopped)
+
+
+def _make_app(token: str) -> Any:
+    try:
+        from ..proxy import create_proxy_app
+    except ImportError:
+        raise UsageError("serve-proxy needs pi_core.proxy, which is not available") from None
+    _register_providers()
+    return create_proxy_app(stream_fn=stream_simple, auth_token=token, resolve_model=_pin_model)
+
+
+def _register_providers() -> None:
+    from ..providers import anthropic, openai
+
+    openai.register()
+    anthropic.register()
+    DemoModel().register()
+
+
+def _pin_model(model: Model) -> Model | None:
+    """Serve the registered apis only, each at its provider's own URL.
+
+    The server holds the API keys: a base URL chosen by the client could send them elsewhere.
+    """
+    if model.api not in _SERVED_APIS:
+        return None
+    return attrs.evolve(model, base_url="")
+
+
+def _hypercorn_config(host: str, port: int) -> Any:
+    try:
+        from hypercorn.config import Config
+    except ImportError:
+        raise UsageError("serve-proxy needs hypercorn: pip install 'pi-core[server]'") from None
+    config = Config()
+    config.bind = [f"{host}:{port}"]
+    return config
+
+
+def _hypercorn_serve(backend: str) -> Any:
+    if backend == "trio":
+        from hypercorn.trio import serve as serve_trio
+
+        return serve_trio
+    from hypercorn.asyncio import serve as serve_asyncio
+
+    return serve_asyncio
+
+
+async def _until_stopped() -> None:
+    """Return at the first SIGINT or SIGTERM: hypercorn's cue for a graceful shutdown."""
+    with open_interrupts(signal.SIGTERM) as signals:
+        if signals is None:  # no signal receiver here: Ctrl-C raises KeyboardInterrupt instead
+            await anyio.sleep_forever()
+        else:
+            await signals.__anext__()

@@ -1,0 +1,158 @@
+"""From command-line settings to a ready :class:`Agent`: provider, model, key, tools."""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Literal
+
+import attrs
+
+from .._agent import Agent
+from .._hooks import ToolExecution
+from .._messages import Model, ThinkingLevel
+from .._options import StreamFn, StreamOptions
+from ._demo import DEMO_API, DEMO_MODEL_ID, DEMO_TOKENS_PER_SECOND, DemoModel
+from ._tools import make_demo_tools
+
+__all__ = [
+    "DEFAULT_PROXY_TOKEN_ENV",
+    "DEFAULT_SYSTEM_PROMPT",
+    "PROVIDERS",
+    "AgentSettings",
+    "Connection",
+    "UsageError",
+    "build_agent",
+    "connect",
+]
+
+Provider = Literal["faux", "openai", "anthropic", "proxy"]
+PROVIDERS: tuple[Provider, ...] = ("faux", "openai", "anthropic", "proxy")
+DEFAULT_PROXY_TOKEN_ENV = "PI_CORE_PROXY_TOKEN"
+DEFAULT_SYSTEM_PROMPT = (
+    "You are the pi-core demo assistant. Use the tools when they help: calculate for arithmetic, "
+    "read_file and list_dir for files in the working directory, now for the time, sleep to wait. "
+    "Answer briefly."
+)
+
+
+class UsageError(Exception):
+    """The command line asks for something impossible; the CLI exits with status 2."""
+
+
+@attrs.frozen
+class AgentSettings:
+    """The agent options shared by ``run`` and ``chat``."""
+
+    provider: Provider = "faux"
+    model: str | None = None
+    api: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    system: str | None = None
+    thinking: ThinkingLevel = "off"
+    tool_execution: ToolExecution = "parallel"
+    json: bool = False
+
+
+@attrs.frozen
+class Connection:
+    """How to reach a model: the model, its stream function and the per-call options."""
+
+    model: Model
+    stream_fn: StreamFn
+    options: StreamOptions
+    label: str
+
+
+def build_agent(settings: AgentSettings, root: str = ".") -> tuple[Agent, str]:
+    """The agent the settings describe, with the built-in tools, and a one-line description.
+
+    Raises:
+        UsageError: the provider cannot be used as configured (no model, no key …).
+    """
+    connection = connect(settings)
+    tools = make_demo_tools(root)
+    agent = Agent(
+        system_prompt=settings.system if settings.system is not None else DEFAULT_SYSTEM_PROMPT,
+        model=connection.model,
+        stream_fn=connection.stream_fn,
+        thinking_level=settings.thinking,
+        tools=tools,
+        tool_execution=settings.tool_execution,
+        options=connection.options,
+    )
+    names = ", ".join(tool.name for tool in tools)
+    return agent, f"pi-core · {connection.label} · tools: {names}"
+
+
+def connect(settings: AgentSettings) -> Connection:
+    """The model and stream function of ``settings.provider``.
+
+    Raises:
+        UsageError: see :func:`build_agent`.
+    """
+    if settings.provider == "faux":
+        return _demo(settings)
+    if settings.provider == "proxy":
+        return _proxy(settings)
+    return _direct(settings)
+
+
+def _demo(settings: AgentSettings) -> Connection:
+    # JSON output is for programs, which gain nothing from watching text appear slowly.
+    demo = DemoModel(tokens_per_second=None if settings.json else DEMO_TOKENS_PER_SECOND)
+    return Connection(
+        demo.model, demo.stream, StreamOptions(), f"{DEMO_MODEL_ID} (built-in demo model)"
+    )
+
+
+def _direct(settings: AgentSettings) -> Connection:
+    if settings.provider == "openai":
+        from ..providers import openai as module
+
+        api, env_var, stream_fn = module.API, module.ENV_API_KEY, module.stream_openai
+    else:
+        from ..providers import anthropic as module_a
+
+        api, env_var, stream_fn = module_a.API, module_a.ENV_API_KEY, module_a.stream_anthropic
+    model_id = _require(settings.model, f"--model is required with --provider {settings.provider}")
+    key = _api_key(settings.api_key_env or env_var)
+    model = Model(
+        model_id,
+        api=api,
+        provider=settings.provider,
+        base_url=settings.base_url or "",
+        reasoning=settings.thinking != "off",
+    )
+    return Connection(model, stream_fn, StreamOptions(api_key=key), f"{model_id} via {api}")
+
+
+def _proxy(settings: AgentSettings) -> Connection:
+    try:
+        from ..proxy import stream_proxy
+    except ImportError:
+        raise UsageError("--provider proxy needs pi_core.proxy, which is not available") from None
+    url = _require(
+        settings.base_url, "--base-url (the proxy's URL) is required with --provider proxy"
+    )
+    token = _api_key(settings.api_key_env or DEFAULT_PROXY_TOKEN_ENV)
+    model_id = settings.model or DEMO_MODEL_ID
+    api = settings.api or (DEMO_API if model_id == DEMO_MODEL_ID else None)
+    api = _require(api, "--api (the model's api on the proxy server) is required with --model")
+    model = Model(model_id, api=api, provider="proxy", reasoning=settings.thinking != "off")
+    stream_fn = functools.partial(stream_proxy, proxy_url=url, auth_token=token)
+    return Connection(model, stream_fn, StreamOptions(), f"{model_id} ({api}) via proxy {url}")
+
+
+def _require(value: str | None, message: str) -> str:
+    if not value:
+        raise UsageError(message)
+    return value
+
+
+def _api_key(env_var: str) -> str:
+    key = os.environ.get(env_var)
+    if not key:
+        raise UsageError(f"no API key: the environment variable {env_var} is not set")
+    return key

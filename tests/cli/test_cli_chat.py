@@ -1,0 +1,69 @@
+"""``pi-core chat`` end to end, driven through a pipe: prompts, steering, Ctrl-C, end of input."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+from _cli_process import LiveCli, run_cli
+
+BACKENDS = ["asyncio"] + (["trio"] if importlib.util.find_spec("trio") else [])
+
+
+def test_a_piped_prompt_is_answered_before_the_end_of_input_exits() -> None:
+    done = run_cli("chat", stdin="What is 6*7? sleep 0 s\n")
+    assert done.returncode == 0, done.stderr
+    assert "you: What is 6*7? sleep 0 s" in done.stdout  # piped input is echoed
+    assert "✓ calculate: 6*7 = 42" in done.stdout
+    assert done.stdout.rstrip().splitlines()[-1].startswith("done · 2 turns · 3 tool calls")
+
+
+def test_an_empty_input_just_exits() -> None:
+    done = run_cli("chat", stdin="")
+    assert done.returncode == 0
+    assert "turn" not in done.stdout
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_line_typed_while_the_agent_works_steers_it(backend: str) -> None:
+    with LiveCli("chat", "--backend", backend) as cli:
+        cli.send_line("What is 2+2? sleep 1.5 seconds")
+        cli.wait_for("→ now")  # the tool batch runs, sleep for 1.5 s
+        cli.send_line("hurry up")
+        cli.wait_for("steering queued: hurry up")
+        cli.close_stdin()  # the end of input waits for the running turn
+        code = cli.finish()
+    out = cli.output
+    assert code == 0, out
+    assert "» queued message: hurry up" in out
+    assert 'You said: "hurry up". Noted.' in out
+    assert out.index("✓ sleep") < out.index("» queued message")  # injected after the batch
+    assert "done · 2 turns · 3 tool calls" in out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ctrl_c_aborts_the_turn_and_the_chat_goes_on(backend: str) -> None:
+    with LiveCli("chat", "--backend", backend) as cli:
+        cli.send_line("please sleep 30 seconds")
+        cli.wait_for("→ now")
+        cli.interrupt()
+        cli.wait_for("aborted · 1 turn · 3 tool calls")
+        cli.send_line("and now 3*3, sleep 0 s")
+        cli.wait_for("done · ")
+        cli.close_stdin()
+        code = cli.finish()
+    out = cli.output
+    assert code == 0, out
+    assert "interrupted: aborting the turn" in out
+    assert "✗ sleep: Operation aborted" in out
+    assert "✓ calculate: 3*3 = 9" in out
+
+
+def test_ctrl_c_while_idle_quits_with_130() -> None:
+    with LiveCli("chat") as cli:
+        cli.send_line("1+1, sleep 0 s")
+        cli.wait_for("done · ")
+        cli.interrupt()
+        code = cli.finish()
+    assert code == 130
+    assert "interrupted: quitting" in cli.output

@@ -1,0 +1,151 @@
+"""``pi-core run`` end to end, in subprocesses: the demo, JSON output, errors, Ctrl-C."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _cli_process import LiveCli, cli_env, run_cli
+
+from json_events import load_events
+from pi_core import ToolExecutionEnd, ToolExecutionStart
+from pi_core.testing import check_event_grammar
+
+BACKENDS = ["asyncio"] + (["trio"] if importlib.util.find_spec("trio") else [])
+PROMPT = "What is 2 + 3 * 4? Then sleep 0.3 seconds."
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_run_shows_the_demo_at_work(backend: str) -> None:
+    done = run_cli("run", "--backend", backend, PROMPT)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    for expected in (
+        "pi-core · pi-demo (built-in demo model) · tools: calculate, read_file, list_dir, now, sleep",
+        "you: What is 2 + 3 * 4?",
+        "[thinking] ",  # thinking is labelled, not dimmed, when stdout is not a terminal
+        '→ sleep {"seconds": 0.3}',
+        '→ calculate {"expression": "2 + 3 * 4"}',
+        "✓ calculate: 2 + 3 * 4 = 14",
+        "⋯ sleep: 0.25 / 0.3 s",
+        "✓ sleep: slept 0.3 s",
+        "── turn 2",
+        "done · 2 turns · 3 tool calls · ",
+    ):
+        assert expected in out
+    assert "\x1b[" not in out
+    assert out.index("✓ calculate") < out.index("✓ sleep")  # completion order
+
+
+def test_json_prints_one_event_per_line() -> None:
+    done = run_cli("run", "--json", PROMPT)
+    assert done.returncode == 0, done.stderr
+    events = load_events(done.stdout.splitlines())
+    check_event_grammar(events)
+    started = [e.tool_name for e in events if isinstance(e, ToolExecutionStart)]
+    ended = [e.tool_name for e in events if isinstance(e, ToolExecutionEnd)]
+    assert started == ["sleep", "calculate", "now"]
+    assert ended[-1] == "sleep"  # started first, finished last: the results came out of order
+    assert sum(e.type == "turn_start" for e in events) == 2
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "usage: pi-core"),
+        (["run"], "the following arguments are required: PROMPT"),
+        (["run", "   "], "the prompt is empty"),
+        (["run", "--provider", "nope", "hi"], "invalid choice: 'nope'"),
+        (["run", "--thinking", "max", "hi"], "invalid choice: 'max'"),
+        (["run", "--provider", "openai", "hi"], "--model is required with --provider openai"),
+        (["run", "--provider", "anthropic", "--model", "m", "hi"], "ANTHROPIC_API_KEY is not set"),
+        (
+            ["run", "--provider", "openai", "--model", "m", "--api-key-env", "NOPE_X", "hi"],
+            "NOPE_X",
+        ),
+        (["chat", "--tool-execution", "sometimes"], "invalid choice: 'sometimes'"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ],
+)
+def test_usage_errors_exit_2(args: list[str], message: str) -> None:
+    done = run_cli(*args)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert done.stdout == ""
+
+
+@pytest.fixture
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port  # nothing listens there any more: connecting is refused at once
+
+
+def test_a_model_error_exits_1(closed_port: int) -> None:
+    base_url = f"http://127.0.0.1:{closed_port}/v1"
+    args = ("run", "--provider", "openai", "--model", "m", "--base-url", base_url, "hi")
+    done = run_cli(*args, env={"OPENAI_API_KEY": "test-key"})
+    assert done.returncode == 1, done.stderr
+    assert "error: " in done.stdout
+    assert "error · 1 turn · 0 tool calls" in done.stdout
+    assert "test-key" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ctrl_c_aborts_the_run_with_a_close_out(backend: str) -> None:
+    with LiveCli("run", "--backend", backend, "please sleep 30 seconds") as cli:
+        cli.wait_for("→ now")  # the batch has started: sleep is running
+        cli.interrupt()
+        code = cli.finish()
+    out = cli.output
+    assert code == 130, out
+    assert "interrupted: aborting the run" in out
+    assert "✗ sleep: Operation aborted" in out
+    assert "aborted · 1 turn · 3 tool calls" in out
+
+
+def test_ctrl_c_while_the_model_streams() -> None:
+    with LiveCli("run", "please sleep 30 seconds") as cli:
+        cli.wait_for("[thinking]")  # the first reply is streaming (for a few hundred ms more)
+        cli.interrupt()
+        code = cli.finish()
+    assert code == 130
+    if "✗ sleep" in cli.output:  # pragma: no cover - the machine was too slow to interrupt it
+        assert "✗ sleep: Operation aborted" in cli.output  # ... so the batch was aborted instead
+    else:
+        assert "aborted: Request was aborted" in cli.output
+        assert "aborted · 1 turn · 0 tool calls" in cli.output
+
+
+def test_a_closed_stdout_stops_the_run_quietly() -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-m", "pi_core", "run", PROMPT],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(),
+    )
+    assert child.stdout is not None and child.stderr is not None
+    with child, child.stderr:
+        assert child.stdout.readline().startswith(b"pi-core ")
+        child.stdout.close()  # like `| head -1`: the paced run goes on writing into a closed pipe
+        code = child.wait(timeout=60)
+        errors = child.stderr.read()
+    assert code == 1
+    assert errors == b""
+
+
+def test_the_console_script_and_version() -> None:
+    script = shutil.which("pi-core", path=str(Path(sys.executable).parent))
+    if script is None:
+        pytest.skip("the pi-core script is not installed next to this interpreter")
+    done = subprocess.run(
+        [script, "--version"], capture_output=True, text=True, env=cli_env(), check=False
+    )
+    assert done.returncode == 0
+    assert done.stdout.startswith("pi-core ")

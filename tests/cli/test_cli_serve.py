@@ -1,0 +1,60 @@
+"""``pi-core serve-proxy``: it never serves without a token; with one, clients reach the demo."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+
+import pytest
+from _cli_process import LiveCli, run_cli
+
+BACKENDS = ["asyncio"] + (["trio"] if importlib.util.find_spec("trio") else [])
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "variable"),
+    [
+        ([], {}, "PI_CORE_PROXY_TOKEN"),
+        ([], {"PI_CORE_PROXY_TOKEN": ""}, "PI_CORE_PROXY_TOKEN"),
+        (["--token-env", "MY_PROXY_SECRET"], {"PI_CORE_PROXY_TOKEN": "unused"}, "MY_PROXY_SECRET"),
+    ],
+)
+def test_serve_proxy_refuses_to_start_without_a_token(
+    args: list[str], env: dict[str, str], variable: str
+) -> None:
+    done = run_cli("serve-proxy", "--port", "0", *args, env=env)
+    assert done.returncode == 2
+    assert f"refusing to serve without a token: set the environment variable {variable}" in (
+        done.stderr
+    )
+    assert done.stdout == ""
+
+
+def test_serve_proxy_rejects_a_bad_port() -> None:
+    done = run_cli("serve-proxy", "--port", "eighty")
+    assert done.returncode == 2
+    assert "invalid int value" in done.stderr
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_client_runs_the_demo_through_the_proxy(backend: str) -> None:
+    token = {"PI_CORE_PROXY_TOKEN": "test-token"}
+    with LiveCli(
+        "serve-proxy", "--port", "0", "--backend", backend, env=token, merge_stderr=True
+    ) as server:
+        match = re.search(r"Running on (http://127\.0\.0\.1:\d+)", server.wait_for("Running on"))
+        assert match is not None
+        url = match.group(1)
+        client = ("run", "--provider", "proxy", "--base-url", url, "2*21, sleep 0 s")
+        done = run_cli(*client, env=token)
+        refused = run_cli(*client, env={"PI_CORE_PROXY_TOKEN": "wrong"})
+        server.interrupt()
+        code = server.finish()
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"pi-demo (pi-demo) via proxy {url}" in done.stdout
+    assert "✓ calculate: 2*21 = 42" in done.stdout
+    assert "done · 2 turns · 3 tool calls" in done.stdout
+    assert refused.returncode == 1
+    assert "error: Proxy error: " in refused.stdout
+    assert code == 0
+    assert "test-token" not in server.output
