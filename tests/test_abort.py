@@ -397,3 +397,32 @@ async def test_abort_from_a_listener_stops_a_stream_that_never_checkpoints(kind:
     assert recorder.types[-3:] == ["message_end", "turn_end", "agent_end"]
     assert recorder.types.count("message_update") <= 1
     assert stream.open_streams == 0
+
+
+async def test_calls_waiting_for_the_limiter_never_start_after_an_abort() -> None:
+    provider = faux()
+    tool_reply(provider, "t", "t", "t")
+    controller = AbortController()
+    entered: list[str] = []
+
+    async def first_aborts(call_id: str, *_: Any) -> str:
+        entered.append(call_id)
+        controller.abort()
+        await anyio.sleep_forever()
+        return "never"  # pragma: no cover
+
+    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream, max_parallel_tools=1)
+    recorder = Recorder()
+    with anyio.fail_after(5):
+        new = await run_agent_loop(
+            [UserMessage("go")],
+            AgentContext(tools=[make_tool("t", first_aborts)]),
+            config,
+            recorder,
+            controller.signal,
+        )
+    check_event_grammar(recorder.events)
+    assert len(entered) == 1
+    assert [text_of(m) for m in new if isinstance(m, ToolResultMessage)] == [
+        "Operation aborted"
+    ] * 3

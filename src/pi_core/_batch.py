@@ -220,6 +220,8 @@ class ToolBatch:
         async def job(post: Post[AgentEvent]) -> Outcome:
             if not self._abortable:
                 return await self._execute_and_finalize(prepared, post)
+            if self._aborted():  # a call that waited for the limiter must not start at all
+                return error_result(ABORTED_TEXT), True
             with self._signal.scope():
                 return await self._execute_and_finalize(prepared, post)
             return error_result(ABORTED_TEXT), True

@@ -7,7 +7,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
 import anyio
-import anyio.lowlevel
 from anyio.streams.memory import MemoryObjectSendStream
 
 from ._groups import unwrap_single_exception
@@ -86,9 +85,6 @@ async def _run_job(
     with send:
         post = send.send_nowait
         if limiter is None:
-            # A job whose group is already cancelled (a sibling failed) must not start: its code
-            # would run up to its first checkpoint.
-            await anyio.lowlevel.checkpoint_if_cancelled()
             result = await job(post)
         else:
             if turn is not None:
@@ -96,7 +92,5 @@ async def _run_job(
             async with limiter:
                 if next_turn is not None:
                     next_turn.set()
-                # The token may have been freed by a failing sibling, in the cancelled group.
-                await anyio.lowlevel.checkpoint_if_cancelled()
                 result = await job(post)
         send.send_nowait(_Done(index, result))

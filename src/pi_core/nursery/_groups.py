@@ -25,7 +25,14 @@ def unwrap_single_exception() -> Iterator[None]:
         single = _single_leaf(group)
         if single is None:
             raise
-        raise single from single.__cause__
+        # Raised here, the error would get the group as its implicit context (a cycle through the
+        # group, and the context it really had would be lost): restore what it came with.
+        context, suppress_context = single.__context__, single.__suppress_context__
+        try:
+            raise single
+        finally:
+            single.__context__ = context
+            single.__suppress_context__ = suppress_context
 
 
 def _single_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException | None:

@@ -70,7 +70,7 @@ async def open_event_stream(
         raise ValueError(f"buffer_size must be >= 0, not {buffer_size}")
     send, receive = anyio.create_memory_object_stream[E](buffer_size)
     stream = stream_type(receive)
-    with unwrap_single_exception(), receive:
+    with unwrap_single_exception(), receive, send:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_produce, produce, send, stream)
             try:
@@ -84,5 +84,8 @@ async def _produce(
     send: MemoryObjectSendStream[E],
     stream: EventStream[E, R],
 ) -> None:
-    with send:
-        stream._result = await produce(send.send)
+    stream._result = await produce(send.send)
+    # Only a completed run ends the stream. After a failure, a consumer waiting for an event must
+    # not mistake the end for a clean one (and go on with a truncated run): it stays blocked until
+    # the failure cancels it, and the block closes ``send``.
+    send.close()
