@@ -47,7 +47,7 @@ __all__ = [
     "make_usage",
     "merge_headers",
     "parse_event_json",
-    "resolve_api_key",
+    "require_api_key",
     "stream_sse",
 ]
 
@@ -110,9 +110,19 @@ class EventMapper(Protocol):
 # --- small helpers ------------------------------------------------------------------------------
 
 
-def resolve_api_key(options: StreamOptions, env_var: str) -> str | None:
-    """``options.api_key``, else the environment variable ``env_var``, else ``None``."""
-    return options.api_key or os.environ.get(env_var) or None
+def require_api_key(model: Model, options: StreamOptions, env_var: str) -> str:
+    """``options.api_key``, else the environment variable ``env_var``.
+
+    Raises:
+        StreamFailure: neither is set; the message says how to provide one.
+    """
+    api_key = options.api_key or os.environ.get(env_var)
+    if not api_key:
+        raise StreamFailure(
+            f"No API key for provider {model.provider!r}: "
+            f"pass StreamOptions(api_key=...) or set {env_var}"
+        )
+    return api_key
 
 
 def merge_headers(*sources: Mapping[str, str] | None) -> dict[str, str]:

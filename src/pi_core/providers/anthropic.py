@@ -60,7 +60,7 @@ from ._common import (
     make_usage,
     merge_headers,
     parse_event_json,
-    resolve_api_key,
+    require_api_key,
     stream_sse,
 )
 from ._partial import PartialMessage
@@ -165,12 +165,7 @@ def unregister() -> None:
 
 def _build_request(model: Model, context: Context, options: StreamOptions) -> RequestSpec:
     """The Messages request for ``context``; :class:`StreamFailure` without an API key."""
-    api_key = resolve_api_key(options, ENV_API_KEY)
-    if api_key is None:
-        raise StreamFailure(
-            f"No API key for provider {model.provider!r}: "
-            f"pass StreamOptions(api_key=...) or set {ENV_API_KEY}"
-        )
+    api_key = require_api_key(model, options, ENV_API_KEY)
     headers = merge_headers(
         {
             "x-api-key": api_key,

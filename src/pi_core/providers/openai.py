@@ -58,7 +58,7 @@ from ._common import (
     make_usage,
     merge_headers,
     parse_event_json,
-    resolve_api_key,
+    require_api_key,
     stream_sse,
 )
 from ._openai_convert import convert_messages, convert_tools
@@ -131,12 +131,7 @@ def unregister() -> None:
 
 def _build_request(model: Model, context: Context, options: StreamOptions) -> RequestSpec:
     """The Chat Completions request for ``context``; :class:`StreamFailure` without an API key."""
-    api_key = resolve_api_key(options, ENV_API_KEY)
-    if api_key is None:
-        raise StreamFailure(
-            f"No API key for provider {model.provider!r}: "
-            f"pass StreamOptions(api_key=...) or set {ENV_API_KEY}"
-        )
+    api_key = require_api_key(model, options, ENV_API_KEY)
     base_url = (model.base_url or DEFAULT_BASE_URL).rstrip("/")
     headers = merge_headers(
         {
