@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
 import anyio
-from anyio.streams.memory import MemoryObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from ._groups import unwrap_single_exception
 
@@ -64,7 +64,7 @@ async def fan_out(
                 tg.start_soon(_run_job, job, index, send.clone(), limiter, turn, next_turn)
                 turn = next_turn
             send.close()
-            async for item in receive:
+            while (item := await _next(receive)) is not _END:
                 if type(item) is _Done:
                     results[item.index] = item.result
                     if on_complete is not None:
@@ -72,6 +72,26 @@ async def fan_out(
                 elif on_message is not None:
                     await on_message(item)  # type: ignore[arg-type]
     return results
+
+
+_END = object()
+
+
+async def _next(receive: MemoryObjectReceiveStream[object]) -> object:
+    """The next item, or ``_END`` once every sender is closed; yields only when none is ready.
+
+    ``receive()`` would checkpoint before every item: a batch whose jobs finish in one scheduling
+    round would pay a round trip per item for nothing.
+    """
+    try:
+        return receive.receive_nowait()
+    except anyio.WouldBlock:
+        try:
+            return await receive.receive()
+        except anyio.EndOfStream:
+            return _END
+    except anyio.EndOfStream:
+        return _END
 
 
 async def _run_job(
