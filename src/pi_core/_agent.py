@@ -131,6 +131,7 @@ class Agent:
         self._steering = MessageQueue(steering_mode)
         self._follow_ups = MessageQueue(follow_up_mode)
         self._listeners: dict[AgentListener, None] = {}
+        self._listener_tuple: tuple[AgentListener, ...] = ()  # what a run iterates, per event
         self._active: _ActiveRun | None = None
         check_tool_execution(tool_execution)
         check_max_parallel_tools(max_parallel_tools)
@@ -237,9 +238,12 @@ class Agent:
         returns whether the listener was still subscribed.
         """
         self._listeners[listener] = None
+        self._listener_tuple = tuple(self._listeners)
 
         def unsubscribe() -> bool:
-            return self._listeners.pop(listener, _MISSING) is not _MISSING
+            present = self._listeners.pop(listener, _MISSING) is not _MISSING
+            self._listener_tuple = tuple(self._listeners)
+            return present
 
         return unsubscribe
 
@@ -403,7 +407,7 @@ class Agent:
         assert active is not None, "Agent listener invoked outside active run"
         signal = active.controller.signal
         self._state._reduce(event, signal)
-        for listener in list(self._listeners):
+        for listener in self._listener_tuple:
             returned = listener(event, signal)
             if returned is not None:
                 await returned

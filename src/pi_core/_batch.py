@@ -8,10 +8,10 @@ total order while ``tool_execution_end`` follows completion and tool results fol
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from inspect import isawaitable
 from typing import Any
 
 import anyio
+from anyio.abc import TaskGroup
 
 from ._events import (
     AgentEvent,
@@ -27,6 +27,7 @@ from ._hooks import (
     AgentLoopConfig,
     BeforeToolCallContext,
     BeforeToolCallResult,
+    needs_await,
 )
 from ._messages import AgentContext, AssistantMessage, TextContent, ToolCall, ToolResultMessage
 from ._tools import AgentTool, AgentToolResult
@@ -75,6 +76,7 @@ class ToolBatch:
         emit: Emit,
         signal: AbortSignal,
         abortable: bool,
+        task_group: TaskGroup | None = None,
     ) -> None:
         self._config = config
         self._context = context
@@ -82,6 +84,7 @@ class ToolBatch:
         self._emit = emit
         self._signal = signal
         self._abortable = abortable
+        self._task_group = task_group
         self._tools: dict[str, AgentTool] = {}
         for tool in reversed(context.tools):  # the first tool of a name wins, as upstream
             self._tools[tool.name] = tool
@@ -123,7 +126,9 @@ class ToolBatch:
             await self._emit(ToolExecutionStart(call.id, call.name, call.arguments))
             prepared = await self._preflight(call)
             if isinstance(prepared, _Prepared):
-                [outcome] = await fan_out([self._job(prepared)], on_message=self._emit)
+                [outcome] = await fan_out(
+                    [self._job(prepared)], on_message=self._emit, task_group=self._task_group
+                )
             else:
                 outcome = prepared
             await self._emit(ToolExecutionEnd(call.id, call.name, *outcome))
@@ -157,7 +162,13 @@ class ToolBatch:
 
             limit = self._config.max_parallel_tools
             limiter = anyio.CapacityLimiter(limit) if limit is not None else None
-            await fan_out(jobs, on_message=self._emit, on_complete=on_complete, limiter=limiter)
+            await fan_out(
+                jobs,
+                on_message=self._emit,
+                on_complete=on_complete,
+                limiter=limiter,
+                task_group=self._task_group,
+            )
         return outcomes  # type: ignore[return-value]  # every slot is filled by now
 
     async def _emit_result(self, message: ToolResultMessage) -> None:
@@ -202,7 +213,7 @@ class ToolBatch:
             return None
         context = BeforeToolCallContext(self._message, call, args, self._context)
         verdict = hook(context, self._signal)
-        if isawaitable(verdict):
+        if needs_await(verdict):
             verdict = await self._abortable_await(verdict)
         return verdict
 
@@ -265,7 +276,7 @@ class ToolBatch:
             self._message, prepared.call, prepared.args, result, is_error, self._context
         )
         override = hook(context, self._signal)
-        if isawaitable(override):
+        if needs_await(override):
             override = await override
         if override is None:
             return result, is_error

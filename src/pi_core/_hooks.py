@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from inspect import isawaitable
 from typing import Any, Literal, TypeAlias, TypeVar
 
 import attrs
+from typing_extensions import TypeIs
 
 from ._messages import (
     AgentContext,
@@ -35,6 +37,7 @@ __all__ = [
     "ToolExecution",
     "TurnContext",
     "default_convert_to_llm",
+    "needs_await",
 ]
 
 T = TypeVar("T")
@@ -42,6 +45,15 @@ MaybeAwaitable: TypeAlias = T | Awaitable[T]
 ToolExecution = Literal["parallel", "sequential"]
 
 _LLM_ROLES = frozenset(("user", "assistant", "toolResult"))
+
+
+_PLAIN_TYPES = frozenset((type(None), bool, int, float, str, list, tuple, dict))
+
+
+def needs_await(value: object) -> TypeIs[Awaitable[Any]]:
+    """Whether a hook's return value is awaitable; plain values are told apart without an ABC
+    check, since most hooks are sync and this runs on every call."""
+    return type(value) not in _PLAIN_TYPES and isawaitable(value)
 
 
 def default_convert_to_llm(messages: Sequence[AgentMessage]) -> list[Message]:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
-from inspect import isawaitable
 from typing import Any, cast
 
 import anyio
 import anyio.lowlevel
 import attrs
+from anyio.abc import TaskGroup
 
 from ._batch import ToolBatch
 from ._events import (
@@ -28,18 +28,17 @@ from ._events import (
     TurnEnd,
     TurnStart,
 )
-from ._hooks import AgentLoopConfig, NextTurn, TurnContext
+from ._hooks import AgentLoopConfig, NextTurn, TurnContext, needs_await
 from ._messages import (
     AgentContext,
     AgentMessage,
     AssistantMessage,
     Context,
-    Message,
     ToolCall,
     ToolResultMessage,
 )
 from ._options import StreamOptions
-from .nursery import AbortSignal, EventStream, open_event_stream
+from .nursery import AbortSignal, EventStream, open_event_stream, unwrap_single_exception
 
 __all__ = [
     "ABORTED_REQUEST_TEXT",
@@ -82,12 +81,15 @@ async def run_agent_loop(
     """
     run = _Run(context, config, emit, signal, list(prompts))
     run.context.messages.extend(prompts)
-    await run.emit(AgentStart())
-    await run.emit(TurnStart())
-    for prompt in prompts:
-        await run.emit(MessageStart(prompt))
-        await run.emit(MessageEnd(prompt))
-    await run.run_turns()
+
+    async def start() -> None:
+        await run.emit(AgentStart())
+        await run.emit(TurnStart())
+        for prompt in prompts:
+            await run.emit(MessageStart(prompt))
+            await run.emit(MessageEnd(prompt))
+
+    await run.run(start)
     return run.new_messages
 
 
@@ -104,9 +106,12 @@ async def run_agent_loop_continue(
     """
     check_can_continue(context)
     run = _Run(context, config, emit, signal, [])
-    await run.emit(AgentStart())
-    await run.emit(TurnStart())
-    await run.run_turns()
+
+    async def start() -> None:
+        await run.emit(AgentStart())
+        await run.emit(TurnStart())
+
+    await run.run(start)
     return run.new_messages
 
 
@@ -182,6 +187,19 @@ class _Run:
         self.signal = signal if signal is not None else AbortSignal()
         self._options = attrs.evolve(config.options, signal=self.signal)
         self._stream = _AssistantStream(self)
+        self.task_group: TaskGroup | None = None
+
+    async def run(self, start: Callable[[], Awaitable[None]]) -> None:
+        """Emit the opening events with ``start``, then run the turns, in the run's task group.
+
+        The group lives as long as the run: every tool batch spawns its calls into it rather than
+        opening a group of its own each turn.
+        """
+        with unwrap_single_exception():
+            async with anyio.create_task_group() as task_group:
+                self.task_group = task_group
+                await start()
+                await self.run_turns()
 
     async def emit(self, event: AgentEvent) -> None:
         returned = self._user_emit(event)
@@ -234,7 +252,7 @@ class _Run:
         if getter is None or self.signal.aborted:
             return ()
         messages = getter()
-        if isawaitable(messages):
+        if needs_await(messages):
             messages = await messages
         return messages or ()
 
@@ -249,6 +267,7 @@ class _Run:
             emit=self.emit,
             signal=self.signal,
             abortable=self.abortable,
+            task_group=self.task_group,
         )
         results, terminate = await batch.run(calls)
         self.context.messages.extend(results)
@@ -361,12 +380,14 @@ class _AssistantStream:
         messages: list[AgentMessage] = run.context.messages
         if run.config.transform_context is not None:
             messages = await _call(run.config.transform_context, messages, run.signal)
-        llm_messages: list[Message] = await _call(run.config.convert_to_llm, messages)
+        llm_messages = run.config.convert_to_llm(messages)
+        if needs_await(llm_messages):
+            llm_messages = await llm_messages
         context = Context(run.context.system_prompt, llm_messages, run.context.tools)
         options = await run.stream_options()
         try:
             events = run.config.stream_fn(run.model, context, options)
-            if isawaitable(events):
+            if needs_await(events):
                 events = await events
             iterator = aiter(events)
         except Exception as exc:
@@ -427,6 +448,6 @@ class _AssistantStream:
 async def _call(hook: Callable[..., Any], *args: Any) -> Any:
     """Call a hook that may be sync or async."""
     result = hook(*args)
-    if isawaitable(result):
+    if needs_await(result):
         return await result
     return result
