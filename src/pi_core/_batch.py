@@ -186,7 +186,9 @@ class ToolBatch:
             return error_result(f"Tool {call.name} not found"), True
         try:
             args = validate_tool_arguments(tool, self._prepared_call(tool, call))
-            verdict = await self._before_tool_call(call, args)
+            verdict = None
+            if self._config.before_tool_call is not None:
+                verdict = await self._before_tool_call(call, args)
         except Exception as exc:
             return error_result(_exception_text(exc)), True
         if self._aborted():  # the hook ran while the abort came
@@ -209,8 +211,7 @@ class ToolBatch:
 
     async def _before_tool_call(self, call: ToolCall, args: Any) -> BeforeToolCallResult | None:
         hook = self._config.before_tool_call
-        if hook is None:
-            return None
+        assert hook is not None
         context = BeforeToolCallContext(self._message, call, args, self._context)
         verdict = hook(context, self._signal)
         if needs_await(verdict):
@@ -228,21 +229,22 @@ class ToolBatch:
     # --- execute and finalize -------------------------------------------------------------------
 
     def _job(self, prepared: _Prepared) -> Callable[[Post[AgentEvent]], Awaitable[Outcome]]:
+        finish = self._execute if self._config.after_tool_call is None else self._finish
+
         async def job(post: Post[AgentEvent]) -> Outcome:
             if not self._abortable:
-                return await self._execute_and_finalize(prepared, post)
+                return await finish(prepared, post)
             if self._aborted():  # a call that waited for the limiter must not start at all
                 return error_result(ABORTED_TEXT), True
             with self._signal.scope():
-                return await self._execute_and_finalize(prepared, post)
+                return await finish(prepared, post)
             return error_result(ABORTED_TEXT), True
 
         return job
 
-    async def _execute_and_finalize(self, prepared: _Prepared, post: Post[AgentEvent]) -> Outcome:
+    async def _finish(self, prepared: _Prepared, post: Post[AgentEvent]) -> Outcome:
+        """Execute, then let ``after_tool_call`` amend the outcome."""
         result, is_error = await self._execute(prepared, post)
-        if self._config.after_tool_call is None:
-            return result, is_error
         try:
             return await self._after_tool_call(prepared, result, is_error)
         except Exception as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
+from inspect import iscoroutinefunction
 from typing import Any, cast
 
 import anyio
@@ -181,12 +182,20 @@ class _Run:
         self.model = config.model
         self.new_messages = new_messages
         self._user_emit = emit
+        # An async emit (the Agent's, agent_loop's stream) is awaited as it is: one frame less
+        # for every event of the run.
+        self.emit: Callable[[AgentEvent], Awaitable[None]] = (
+            emit if iscoroutinefunction(emit) else self._emit_sync_or_async
+        )
         # Tools always get a signal; without one from the caller nothing can abort, so the
         # run skips its cancel scopes altogether.
         self.abortable = signal is not None
         self.signal = signal if signal is not None else AbortSignal()
         self._options = attrs.evolve(config.options, signal=self.signal)
         self._stream = _AssistantStream(self)
+        self._has_turn_hooks = (
+            config.prepare_next_turn is not None or config.should_stop_after_turn is not None
+        )
         self.task_group: TaskGroup | None = None
 
     async def run(self, start: Callable[[], Awaitable[None]]) -> None:
@@ -201,7 +210,7 @@ class _Run:
                 await start()
                 await self.run_turns()
 
-    async def emit(self, event: AgentEvent) -> None:
+    async def _emit_sync_or_async(self, event: AgentEvent) -> None:
         returned = self._user_emit(event)
         if returned is not None:
             await returned
@@ -219,7 +228,8 @@ class _Run:
                     first_turn = False
                 else:
                     await self.emit(TurnStart())
-                await self._inject(pending)
+                if pending:
+                    await self._inject(pending)
                 message = await self._stream.run()
                 self.new_messages.append(message)
                 if message.stop_reason == "error" or message.stop_reason == "aborted":
@@ -231,7 +241,7 @@ class _Run:
                 if self.signal.aborted:
                     await self.emit(AgentEnd(self.new_messages))
                     return
-                if await self._stop_after_turn(message, tool_results):
+                if self._has_turn_hooks and await self._stop_after_turn(message, tool_results):
                     await self.emit(AgentEnd(self.new_messages))
                     return
                 pending = await self._poll(self.config.get_steering_messages)
@@ -278,8 +288,6 @@ class _Run:
         self, message: AssistantMessage, tool_results: list[ToolResultMessage]
     ) -> bool:
         config = self.config
-        if config.prepare_next_turn is None and config.should_stop_after_turn is None:
-            return False
         turn = TurnContext(message, tool_results, self.context, self.new_messages)
         if config.prepare_next_turn is not None:
             next_turn = await _call(config.prepare_next_turn, turn)
@@ -400,9 +408,12 @@ class _AssistantStream:
                 await aclose()
 
     async def _consume(self, iterator: AsyncIterator[AssistantMessageEvent]) -> AssistantMessage:
+        # Without an abort to defer, events go straight to the run's emit.
+        emit = self._emit if self._run.abortable else self._run.emit
+        next_event = iterator.__anext__
         while True:
             try:
-                event = await anext(iterator)
+                event = await next_event()
             except StopAsyncIteration:
                 return self._failed_message(RuntimeError(_NO_TERMINAL_TEXT))
             except Exception as exc:
@@ -415,10 +426,10 @@ class _AssistantStream:
             if kind == "start":
                 self._partial = event.partial  # type: ignore[union-attr]
                 self._started = True
-                await self._emit(MessageStart(event.partial.shallow_copy()))  # type: ignore[union-attr]
+                await emit(MessageStart(event.partial.shallow_copy()))  # type: ignore[union-attr]
             elif self._started:  # content events before ``start`` are ignored, as upstream
                 self._partial = event.partial  # type: ignore[union-attr]
-                await self._emit(MessageUpdate(event.partial.shallow_copy(), event))  # type: ignore[union-attr]
+                await emit(MessageUpdate(event.partial.shallow_copy(), event))  # type: ignore[union-attr]
 
     def _aborted_message(self) -> AssistantMessage:
         return self._final_from_partial("aborted", ABORTED_REQUEST_TEXT)
