@@ -404,7 +404,8 @@ class Agent:
     async def _process_event(self, event: AgentEvent) -> None:
         """Reduce the state for the event, then await every listener in subscription order."""
         active = self._active
-        assert active is not None, "Agent listener invoked outside active run"
+        if active is None:  # a run's emit outliving the run: upstream's guard, kept
+            raise RuntimeError("Agent listener invoked outside active run")
         signal = active.controller.signal
         self._state._reduce(event, signal)
         for listener in self._listener_tuple:
