@@ -1,8 +1,9 @@
 """One tool batch: preflight, execute and finalize every tool call of an assistant message.
 
-Parallel batches run each prepared call as a child task of one task group (see
-:func:`pi_core.nursery.fan_out`); the parent task is the only one that emits, so events stay in one
-total order while ``tool_execution_end`` follows completion and tool results follow source order.
+Parallel batches run each prepared call as a child task of the run's task group (see
+:func:`pi_core.nursery.fan_out`) and wait for all of them; the parent task is the only one that
+emits, so events stay in one total order while ``tool_execution_end`` follows completion and tool
+results follow source order.
 """
 
 from __future__ import annotations
@@ -139,7 +140,7 @@ class ToolBatch:
         return messages, outcomes
 
     async def _run_parallel(self, calls: list[ToolCall]) -> list[Outcome]:
-        """Sequential preflight, then every prepared call as a child task of one task group."""
+        """Sequential preflight, then every prepared call as a child task of the run's group."""
         outcomes: list[Outcome | None] = [None] * len(calls)
         jobs = []
         slots: list[int] = []
