@@ -8,6 +8,7 @@ results follow source order.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -231,10 +232,10 @@ class ToolBatch:
 
     def _job(self, prepared: _Prepared) -> Callable[[Post[AgentEvent]], Awaitable[Outcome]]:
         finish = self._execute if self._config.after_tool_call is None else self._finish
+        if not self._abortable:
+            return functools.partial(finish, prepared)
 
         async def job(post: Post[AgentEvent]) -> Outcome:
-            if not self._abortable:
-                return await finish(prepared, post)
             if self._aborted():  # a call that waited for the limiter must not start at all
                 return error_result(ABORTED_TEXT), True
             with self._signal.scope():
