@@ -32,13 +32,13 @@ from ._hooks import (
     needs_await,
 )
 from ._messages import AgentContext, AssistantMessage, TextContent, ToolCall, ToolResultMessage
+from ._texts import OPERATION_ABORTED
 from ._tools import AgentTool, AgentToolResult
 from ._validation import validate_tool_arguments
 from .nursery import AbortSignal, Post, fan_out
 
-__all__ = ["ABORTED_TEXT", "ToolBatch"]
+__all__ = ["ToolBatch"]
 
-ABORTED_TEXT = "Operation aborted"
 
 Outcome = tuple[AgentToolResult, bool]
 """A finalized call: its result and whether it is an error."""
@@ -182,7 +182,7 @@ class ToolBatch:
     async def _preflight(self, call: ToolCall) -> _Prepared | Outcome:
         """Find the tool, prepare and validate the arguments, ask ``before_tool_call``."""
         if self._aborted():
-            return error_result(ABORTED_TEXT), True
+            return error_result(OPERATION_ABORTED), True
         tool = self._tools.get(call.name)
         if tool is None:
             return error_result(f"Tool {call.name} not found"), True
@@ -194,7 +194,7 @@ class ToolBatch:
         except Exception as exc:
             return error_result(_exception_text(exc)), True
         if self._aborted():  # the hook ran while the abort came
-            return error_result(ABORTED_TEXT), True
+            return error_result(OPERATION_ABORTED), True
         if verdict is not None and verdict.block:
             return error_result(verdict.reason or "Tool execution was blocked"), True
         return _Prepared(call, tool, args)
@@ -237,10 +237,10 @@ class ToolBatch:
 
         async def job(post: Post[AgentEvent]) -> Outcome:
             if self._aborted():  # a call that waited for the limiter must not start at all
-                return error_result(ABORTED_TEXT), True
+                return error_result(OPERATION_ABORTED), True
             with self._signal.scope():
                 return await finish(prepared, post)
-            return error_result(ABORTED_TEXT), True
+            return error_result(OPERATION_ABORTED), True
 
         return job
 

@@ -39,10 +39,10 @@ from ._messages import (
     ToolResultMessage,
 )
 from ._options import StreamOptions
+from ._texts import REQUEST_ABORTED
 from .nursery import AbortSignal, EventStream, open_event_stream, unwrap_single_exception
 
 __all__ = [
-    "ABORTED_REQUEST_TEXT",
     "AgentEventStream",
     "Emit",
     "agent_loop",
@@ -51,7 +51,6 @@ __all__ = [
     "run_agent_loop_continue",
 ]
 
-ABORTED_REQUEST_TEXT = "Request was aborted"
 _NO_TERMINAL_TEXT = "Stream ended without a terminal event"
 
 Emit = Callable[[AgentEvent], "Awaitable[None] | None"]
@@ -432,7 +431,7 @@ class _AssistantStream:
                 await emit(MessageUpdate(event.partial.shallow_copy(), event))  # type: ignore[union-attr]
 
     def _aborted_message(self) -> AssistantMessage:
-        return self._final_from_partial("aborted", ABORTED_REQUEST_TEXT)
+        return self._final_from_partial("aborted", REQUEST_ABORTED)
 
     def _failed_message(self, exc: BaseException) -> AssistantMessage:
         return self._final_from_partial("error", str(exc) or type(exc).__name__)

@@ -7,11 +7,10 @@ from typing import Any
 
 from ._events import AgentEvent
 from ._messages import AgentMessage, Model, ThinkingLevel
+from ._texts import OPERATION_ABORTED
 from .nursery import AbortSignal
 
 __all__ = ["AgentState"]
-
-OPERATION_ABORTED_TEXT = "Operation aborted"
 
 
 class AgentState:
@@ -129,7 +128,7 @@ class AgentState:
             self._error_message = message.error_message
         elif event.tool_results and signal.aborted:
             # The batch was cut short: the transcript ends with its results, ready to continue.
-            self._error_message = OPERATION_ABORTED_TEXT
+            self._error_message = OPERATION_ABORTED
 
     def __repr__(self) -> str:
         return (

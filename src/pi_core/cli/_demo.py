@@ -22,6 +22,7 @@ from .._messages import (
 )
 from .._options import StreamOptions, StreamResult
 from .._registry import register_provider
+from .._texts import OPERATION_ABORTED
 from ..providers.faux import (
     FauxProvider,
     faux_assistant_message,
@@ -38,7 +39,6 @@ DEMO_MODEL_ID = "pi-demo"
 DEMO_TOKENS_PER_SECOND = 150.0
 """Fast enough to finish in a couple of seconds, slow enough to watch the text stream."""
 
-_ABORTED = "Operation aborted"
 _DEFAULT_EXPRESSION = "6 * 7"
 _DEFAULT_SLEEP = 1.0
 _FILE_WORDS = re.compile(r"\b(files?|dir|directory|folder|ls)\b", re.IGNORECASE)
@@ -98,7 +98,7 @@ def demo_reply(
         results = _latest_results(messages)
         # User messages right after tool results steer the run, unless that run was aborted:
         # then they start a new request.
-        if results and not any(_result_text(r) == _ABORTED for r in results):
+        if results and not any(_result_text(r) == OPERATION_ABORTED for r in results):
             return _report(results, steering)
         return _plan(_user_text(last))
     return faux_assistant_message("Nothing to add: send me a message.")

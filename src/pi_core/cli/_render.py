@@ -33,6 +33,7 @@ from .._events import (
     TurnEnd,
 )
 from .._messages import AssistantMessage, TextContent, UserMessage
+from .._texts import OPERATION_ABORTED
 from .._tools import AgentToolResult
 from ..nursery import AbortSignal
 
@@ -111,7 +112,7 @@ class RunStats:
         message = event.message
         if message.stop_reason == "aborted" or (event.tool_results and signal.aborted):
             self.outcome = "aborted"
-            self.error_message = message.error_message or "Operation aborted"
+            self.error_message = message.error_message or OPERATION_ABORTED
         elif message.stop_reason == "error":
             self.outcome = "error"
             self.error_message = message.error_message

@@ -32,6 +32,7 @@ from httpx_sse import EventSource, ServerSentEvent
 from .._events import AssistantMessageEvent
 from .._messages import Model, Usage, UsageCost
 from .._options import StreamOptions
+from .._texts import REQUEST_ABORTED
 from ..nursery import AbortSignal
 from ._partial import PartialMessage
 
@@ -308,7 +309,7 @@ async def stream_sse(
             yield event
         yield partial.done()
     except RequestAborted:
-        yield partial.fail("aborted", "Request was aborted")
+        yield partial.fail("aborted", REQUEST_ABORTED)
     except RequestTimedOut:
         yield partial.fail("error", f"Request timed out after {guard.timeout:g} s")
     except Exception as exc:  # the protocol: failures are events, never exceptions

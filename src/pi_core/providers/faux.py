@@ -62,6 +62,7 @@ from .._messages import (
 )
 from .._options import StreamOptions
 from .._registry import get_provider, register_provider, unregister_provider
+from .._texts import REQUEST_ABORTED
 from ..nursery import AbortSignal
 
 if TYPE_CHECKING:
@@ -85,7 +86,6 @@ FauxResponseStep: TypeAlias = AssistantMessage | FauxResponseFactory
 """One queued reply: a message to stream, or a factory that builds it when the call is made."""
 
 _NO_RESPONSE = "No more faux responses queued"
-_ABORTED = "Request was aborted"
 _DEFAULT_MODEL: Mapping[str, Any] = {"id": "faux-1", "name": "Faux Model"}
 # Upstream's defaults for every faux model definition; ``name`` defaults to the id via Model.
 _MODEL_DEFAULTS: Mapping[str, Any] = {
@@ -430,7 +430,7 @@ class _PartialReply:
         """The terminal event of an abort: the content so far, stopped as ``aborted``."""
         message = self.snapshot()
         message.stop_reason = "aborted"
-        message.error_message = _ABORTED
+        message.error_message = REQUEST_ABORTED
         message.timestamp = now_ms()
         return StreamError("aborted", message)
 
