@@ -25,6 +25,7 @@ import attrs
 from anyio.streams.memory import MemoryObjectSendStream
 
 from .._agent import Agent
+from .._messages import AgentMessage, UserMessage
 from ._interrupt import EXIT_ABORTED, EXIT_OK, open_interrupts
 from ._render import JsonRenderer, LiveRenderer
 from ._run import make_renderer
@@ -89,6 +90,7 @@ class _ChatSession:
         self.running = False
         self.end_of_input = False
         self.exit_code: int | None = None
+        self.next_prompts: list[str] = []
 
     async def run(self, stdin: TextIO) -> int:
         send, receive = anyio.create_memory_object_stream[_Input](math.inf)
@@ -125,11 +127,19 @@ class _ChatSession:
         if not text:
             if not self.running:
                 self._show_prompt()
+        elif self.running and self._aborting():
+            # The turn is closing out after Ctrl-C: an aborted run polls no steering, so the
+            # line is the next prompt.
+            self.next_prompts.append(text)
         elif self.running:
             self.agent.steer(text)
             self.renderer.note(f"steering queued: {text}")
         else:
             self._start(lambda: self.agent.prompt(text), tg, send)
+
+    def _aborting(self) -> bool:
+        signal = self.agent.signal
+        return signal is not None and signal.aborted
 
     def _on_interrupt(self) -> None:
         signal = self.agent.signal
@@ -144,9 +154,13 @@ class _ChatSession:
         self, aborted: bool, tg: anyio.abc.TaskGroup, send: MemoryObjectSendStream[_Input]
     ) -> None:
         self.running = False
+        if self.next_prompts:
+            prompts: list[AgentMessage] = [UserMessage(text) for text in self.next_prompts]
+            self.next_prompts = []
+            self._start(lambda: self.agent.prompt(prompts), tg, send)
         # Steering typed after the run's last poll is still queued: answer it now, unless the
         # user aborted, in which case it waits for the next prompt (as the Agent keeps it).
-        if self.agent.has_queued_messages() and not aborted:
+        elif self.agent.has_queued_messages() and not aborted:
             self._start(self.agent.continue_, tg, send)
         elif self.end_of_input:
             self.exit_code = EXIT_OK
