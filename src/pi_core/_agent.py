@@ -217,12 +217,15 @@ class Agent:
         self._follow_ups.enqueue(_as_message(message))
 
     def clear_steering_queue(self) -> None:
+        """Drop every queued steering message."""
         self._steering.clear()
 
     def clear_follow_up_queue(self) -> None:
+        """Drop every queued follow-up message."""
         self._follow_ups.clear()
 
     def clear_all_queues(self) -> None:
+        """Drop every queued steering and follow-up message."""
         self._steering.clear()
         self._follow_ups.clear()
 
