@@ -365,11 +365,12 @@ class Agent:
         return AgentContext(state.system_prompt, list(state.messages), list(state.tools))
 
     def _loop_config(self, skip_initial_steering_poll: bool) -> AgentLoopConfig:
-        skip = [skip_initial_steering_poll]
+        skip = skip_initial_steering_poll
 
         def get_steering_messages() -> list[AgentMessage]:
-            if skip[0]:
-                skip[0] = False
+            nonlocal skip
+            if skip:
+                skip = False
                 return []
             return self._steering.drain()
 

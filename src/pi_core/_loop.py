@@ -260,10 +260,7 @@ class _Run:
         """Ask a queue getter for messages, unless there is none or the run was aborted."""
         if getter is None or self.signal.aborted:
             return ()
-        messages = getter()
-        if needs_await(messages):
-            messages = await messages
-        return messages or ()
+        return await _call(getter) or ()
 
     async def _run_tools(self, message: AssistantMessage) -> tuple[list[ToolResultMessage], bool]:
         calls = [block for block in message.content if isinstance(block, ToolCall)]
