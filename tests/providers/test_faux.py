@@ -43,7 +43,7 @@ from pi_core import (
     register_provider,
     stream_simple,
 )
-from pi_core.providers import faux as faux_module
+from pi_core.providers._faux_stream import serialize_context
 from pi_core.providers.faux import (
     FauxProvider,
     faux_assistant_message,
@@ -824,9 +824,9 @@ RICH_PROMPT = (
 
 
 async def test_context_serialization_matches_upstream() -> None:
-    assert faux_module._serialize_context(RICH_CONTEXT) == RICH_PROMPT
+    assert serialize_context(RICH_CONTEXT) == RICH_PROMPT
     assert len(RICH_PROMPT) == 175
-    assert faux_module._serialize_context(Context()) == ""
+    assert serialize_context(Context()) == ""
 
 
 async def test_usage_estimate() -> None:

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import json
-import math
 import random
 import uuid
 from collections import deque
@@ -29,27 +27,11 @@ import anyio
 import anyio.lowlevel
 import attrs
 
-from .._events import (
-    AssistantMessageEvent,
-    StreamDone,
-    StreamError,
-    StreamStart,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ThinkingDelta,
-    ThinkingEnd,
-    ThinkingStart,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
-)
+from .._events import AssistantMessageEvent, StreamError, StreamStart
 from .._messages import (
     AssistantContent,
     AssistantMessage,
     Context,
-    ImageContent,
-    Message,
     Model,
     ModelCost,
     StopReason,
@@ -57,13 +39,20 @@ from .._messages import (
     ThinkingContent,
     ToolCall,
     Usage,
-    UserMessage,
     now_ms,
 )
 from .._options import StreamOptions
 from .._registry import get_provider, register_provider, unregister_provider
-from .._texts import REQUEST_ABORTED
-from ..nursery import AbortSignal
+from ._faux_stream import (
+    PartialReply,
+    aborted,
+    assistant_text,
+    common_prefix_length,
+    estimate_tokens,
+    serialize_context,
+    streamed_text,
+    terminal,
+)
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -295,24 +284,24 @@ class FauxProvider:
             yield message
             return
         signal = options.signal
-        partial = _PartialReply(message)
-        if _aborted(signal):
+        partial = PartialReply(message)
+        if aborted(signal):
             yield partial.aborted()
             return
         yield StreamStart(partial.snapshot())
         for index, block in enumerate(message.content):
-            if _aborted(signal):
+            if aborted(signal):
                 yield partial.aborted()
                 return
             yield partial.open_block(index, block)
-            for chunk in self._chunks(_streamed_text(block)):
+            for chunk in self._chunks(streamed_text(block)):
                 await self._wait_for(chunk)
-                if _aborted(signal):
+                if aborted(signal):
                     yield partial.aborted()
                     return
                 yield partial.add_chunk(index, block, chunk)
             yield partial.close_block(index, block)
-        yield _terminal(message)
+        yield terminal(message)
 
     async def _resolve(
         self,
@@ -375,23 +364,23 @@ class FauxProvider:
         if self._tokens_per_second is None:
             await anyio.lowlevel.checkpoint()
         else:
-            await anyio.sleep(_estimate_tokens(chunk) / self._tokens_per_second)
+            await anyio.sleep(estimate_tokens(chunk) / self._tokens_per_second)
 
     def _estimate_usage(
         self, context: Context, message: AssistantMessage, options: StreamOptions
     ) -> Usage:
         """Four characters a token; with a session id, a prompt cache keyed by that id."""
-        prompt = _serialize_context(context)
-        prompt_tokens = _estimate_tokens(prompt)
-        output = _estimate_tokens(_assistant_text(message.content))
+        prompt = serialize_context(context)
+        prompt_tokens = estimate_tokens(prompt)
+        output = estimate_tokens(assistant_text(message.content))
         input_tokens, cache_read, cache_write = prompt_tokens, 0, 0
         session_id = options.session_id
         if session_id and options.cache_retention != "none":
             previous = self._prompt_cache.get(session_id)
             if previous:
-                shared = _common_prefix_length(previous, prompt)
-                cache_read = _estimate_tokens(previous[:shared])
-                cache_write = _estimate_tokens(prompt[shared:])
+                shared = common_prefix_length(previous, prompt)
+                cache_read = estimate_tokens(previous[:shared])
+                cache_write = estimate_tokens(prompt[shared:])
                 input_tokens = max(0, prompt_tokens - cache_read)
             else:
                 # Upstream counts a first prompt both as input and as written to the cache.
@@ -399,153 +388,6 @@ class FauxProvider:
             self._prompt_cache[session_id] = prompt
         total = input_tokens + output + cache_read + cache_write
         return Usage(input_tokens, output, cache_read, cache_write, total)
-
-
-# --- the partial message ------------------------------------------------------------------------
-
-
-class _PartialReply:
-    """The reply as streamed so far; each event gets a snapshot of it.
-
-    Upstream shares one partial and grows its blocks in place, so an early event's ``partial``
-    later shows text that came after it. Here a block is replaced, never changed, once an event
-    holds it: every event's ``partial`` stays what it was when the event was sent. The snapshots
-    share the final message's ``usage``, which nothing changes.
-    """
-
-    __slots__ = ("_content", "_final", "_so_far")
-
-    def __init__(self, final: AssistantMessage) -> None:
-        self._final = final
-        self._content: list[AssistantContent] = []
-        self._so_far = ""
-
-    def snapshot(self) -> AssistantMessage:
-        """The final message with the content streamed so far (its stop reason, usage, error)."""
-        partial = self._final.shallow_copy()
-        partial.content = list(self._content)
-        return partial
-
-    def aborted(self) -> StreamError:
-        """The terminal event of an abort: the content so far, stopped as ``aborted``."""
-        message = self.snapshot()
-        message.stop_reason = "aborted"
-        message.error_message = REQUEST_ABORTED
-        message.timestamp = now_ms()
-        return StreamError("aborted", message)
-
-    def open_block(
-        self, index: int, block: AssistantContent
-    ) -> TextStart | ThinkingStart | ToolCallStart:
-        """Start ``block`` empty (a tool call with arguments ``{}``)."""
-        self._so_far = ""
-        if isinstance(block, TextContent):
-            self._content.append(TextContent(""))
-            return TextStart(index, self.snapshot())
-        if isinstance(block, ThinkingContent):
-            self._content.append(ThinkingContent("", redacted=block.redacted))
-            return ThinkingStart(index, self.snapshot())
-        self._content.append(ToolCall(block.id, block.name, {}))
-        return ToolCallStart(index, self.snapshot())
-
-    def add_chunk(
-        self, index: int, block: AssistantContent, chunk: str
-    ) -> TextDelta | ThinkingDelta | ToolCallDelta:
-        """Append ``chunk``; a tool call's arguments stay ``{}`` until the block ends."""
-        self._so_far += chunk
-        if isinstance(block, TextContent):
-            self._content[index] = TextContent(self._so_far)
-            return TextDelta(index, chunk, self.snapshot())
-        if isinstance(block, ThinkingContent):
-            self._content[index] = ThinkingContent(self._so_far, redacted=block.redacted)
-            return ThinkingDelta(index, chunk, self.snapshot())
-        return ToolCallDelta(index, chunk, self.snapshot())
-
-    def close_block(
-        self, index: int, block: AssistantContent
-    ) -> TextEnd | ThinkingEnd | ToolCallEnd:
-        """Complete ``block``: the partial now holds a copy of the final block, signatures too."""
-        self._content[index] = attrs.evolve(block)
-        if isinstance(block, TextContent):
-            return TextEnd(index, block.text, self.snapshot())
-        if isinstance(block, ThinkingContent):
-            return ThinkingEnd(index, block.thinking, self.snapshot())
-        return ToolCallEnd(index, block, self.snapshot())
-
-
-def _aborted(signal: AbortSignal | None) -> bool:
-    return signal is not None and signal.aborted
-
-
-def _terminal(message: AssistantMessage) -> StreamDone | StreamError:
-    reason = message.stop_reason
-    if reason == "error" or reason == "aborted":
-        return StreamError(reason, message)
-    return StreamDone(reason, message)
-
-
-# --- text estimates (upstream's serialization, token = four characters) -------------------------
-
-
-def _estimate_tokens(text: str) -> int:
-    return math.ceil(len(text) / 4)
-
-
-def _common_prefix_length(a: str, b: str) -> int:
-    length = min(len(a), len(b))
-    return next((i for i in range(length) if a[i] != b[i]), length)
-
-
-def _json(value: object) -> str:
-    # JSON.stringify's compact form, so that the estimates match upstream's.
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
-def _streamed_text(block: AssistantContent) -> str:
-    if isinstance(block, TextContent):
-        return block.text
-    if isinstance(block, ThinkingContent):
-        return block.thinking
-    return _json(block.arguments)
-
-
-def _serialize_context(context: Context) -> str:
-    parts: list[str] = []
-    if context.system_prompt:
-        parts.append(f"system:{context.system_prompt}")
-    parts.extend(f"{message.role}:{_message_text(message)}" for message in context.messages)
-    if context.tools:
-        tools = [
-            {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
-            for tool in context.tools
-        ]
-        parts.append(f"tools:{_json(tools)}")
-    return "\n\n".join(parts)
-
-
-def _message_text(message: Message) -> str:
-    if isinstance(message, UserMessage):
-        if isinstance(message.content, str):
-            return message.content
-        return "\n".join(_user_block_text(block) for block in message.content)
-    if isinstance(message, AssistantMessage):
-        return _assistant_text(message.content)
-    return "\n".join([message.tool_name, *(_user_block_text(b) for b in message.content)])
-
-
-def _user_block_text(block: TextContent | ImageContent) -> str:
-    if isinstance(block, TextContent):
-        return block.text
-    return f"[image:{block.mime_type}:{len(block.data)}]"
-
-
-def _assistant_text(content: Iterable[AssistantContent]) -> str:
-    return "\n".join(
-        f"{block.name}:{_json(block.arguments)}"
-        if isinstance(block, ToolCall)
-        else _streamed_text(block)
-        for block in content
-    )
 
 
 # --- constructor checks -------------------------------------------------------------------------
