@@ -71,6 +71,15 @@ def bench(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def bench_peers(session: nox.Session) -> None:
+    """pi_core next to pydantic-ai and openai-agents (pinned in bench/peers/requirements.txt) on
+    the turns scenario, each in its own process: ``nox -s bench_peers -- --turns 500``.
+    """
+    session.install("-e", ".[trio]", "-r", "bench/peers/requirements.txt")
+    session.run("python", "-m", "bench.peers", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def interop(session: nox.Session) -> None:
     """pi-agent-core 0.73.1's TypeScript streamProxy against our proxy server (needs node >= 20
     and npm; the tests run ``npm ci`` in tests/proxy/interop and skip, saying why, without them).

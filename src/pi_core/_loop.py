@@ -208,6 +208,9 @@ class _Run:
                 self.task_group = task_group
                 await start()
                 await self.run_turns()
+        if self._stream.cut:
+            # An abort cut the model stream by cancelling the group: close out outside it.
+            await self._end(await self._stream.finish(self._stream.aborted_message()))
 
     async def _emit_sync_or_async(self, event: AgentEvent) -> None:
         returned = self._user_emit(event)
@@ -230,11 +233,10 @@ class _Run:
                 if pending:
                     await self._inject(pending)
                 message = await self._stream.run()
-                self.new_messages.append(message)
                 if message.stop_reason == "error" or message.stop_reason == "aborted":
-                    await self.emit(TurnEnd(message, []))
-                    await self.emit(AgentEnd(self.new_messages))
+                    await self._end(message)
                     return
+                self.new_messages.append(message)
                 tool_results, has_more_tool_calls = await self._run_tools(message)
                 await self.emit(TurnEnd(message, tool_results))
                 if self.signal.aborted:
@@ -247,6 +249,12 @@ class _Run:
             pending = await self._poll(self.config.get_follow_up_messages)
             if not pending:
                 break
+        await self.emit(AgentEnd(self.new_messages))
+
+    async def _end(self, message: AssistantMessage) -> None:
+        """End the run after a reply that failed or was aborted: no tools, no further turn."""
+        self.new_messages.append(message)
+        await self.emit(TurnEnd(message, []))
         await self.emit(AgentEnd(self.new_messages))
 
     async def _inject(self, pending: Sequence[AgentMessage]) -> None:
@@ -318,54 +326,67 @@ class _AssistantStream:
     """Streams one assistant reply into ``message_start`` / ``message_update`` / ``message_end``.
 
     An abort cancels the model call at once, except while an event is being emitted: listeners
-    are never cancelled by an abort, so the cancellation waits for the emit to return.
+    are never cancelled by an abort, so the cancellation waits for the emit to return. The call
+    is cancelled through the run's task group, which has no other task while the model streams:
+    a cancel scope per call would cost more than the rest of the call's overhead together. The
+    group then ends and the run closes out after it (:attr:`cut`, :meth:`finish`).
     """
 
-    __slots__ = ("_cancel_deferred", "_emitting", "_partial", "_run", "_scope", "_started")
+    __slots__ = ("_cancel_deferred", "_emitting", "_partial", "_run", "_started", "cut")
 
     def __init__(self, run: _Run) -> None:
         self._run = run
-        self._scope: anyio.CancelScope | None = None
         self._emitting = False
         self._cancel_deferred = False
         self._partial: AssistantMessage | None = None
         self._started = False
+        self.cut = False
+        """Whether an abort cancelled the run's task group to cut the model call."""
 
     async def run(self) -> AssistantMessage:
         """Stream the reply and return the final message, already emitted and in the context."""
         run = self._run
         self._partial = None
         self._started = False
-        final: AssistantMessage | None = None
-        if not run.abortable:
-            final = await self._stream()
-        elif not run.signal.aborted:
+        if run.signal.aborted:
+            final = self.aborted_message()
+        elif run.abortable:
             final = await self._stream_abortable()
-        if final is None:
-            final = self._aborted_message()
+        else:
+            final = await self._stream()
+        return await self.finish(final)
+
+    async def finish(self, final: AssistantMessage) -> AssistantMessage:
+        """Emit the end of the reply (and its start, if the stream never sent one)."""
+        run = self._run
         if not self._started:
             await run.emit(MessageStart(final.shallow_copy()))
         run.context.messages.append(final)
         await run.emit(MessageEnd(final))
         return final
 
-    async def _stream_abortable(self) -> AssistantMessage | None:
-        with anyio.CancelScope() as scope:
-            self._scope = scope
-            self._cancel_deferred = False
-            unregister = self._run.signal.on_abort(self._on_abort)
-            try:
-                return await self._stream()
-            finally:
-                unregister()
-                self._scope = None
-        return None
+    async def _stream_abortable(self) -> AssistantMessage:
+        self._cancel_deferred = False
+        unregister = self._run.signal.on_abort(self._on_abort)
+        try:
+            final = await self._stream()
+            if self.cut:  # the stream ran to its end without a checkpoint after the abort
+                await anyio.lowlevel.checkpoint()
+            return final
+        finally:
+            unregister()
 
     def _on_abort(self) -> None:
         if self._emitting:
             self._cancel_deferred = True
-        elif self._scope is not None:
-            self._scope.cancel()
+        else:
+            self._cut()
+
+    def _cut(self) -> None:
+        self.cut = True
+        task_group = self._run.task_group
+        assert task_group is not None
+        task_group.cancel_scope.cancel()
 
     async def _emit(self, event: AgentEvent) -> None:
         self._emitting = True
@@ -373,8 +394,8 @@ class _AssistantStream:
             await self._run.emit(event)
         finally:
             self._emitting = False
-        if self._cancel_deferred and self._scope is not None:
-            self._scope.cancel()
+        if self._cancel_deferred:
+            self._cut()
             # Deliver the cancellation here: a stream that hands over its next events without a
             # checkpoint (a burst of buffered events) would otherwise run on to its end.
             await anyio.lowlevel.checkpoint()
@@ -427,7 +448,8 @@ class _AssistantStream:
                 self._partial = event.partial  # type: ignore[union-attr]
                 await emit(MessageUpdate(event.partial.shallow_copy(), event))  # type: ignore[union-attr]
 
-    def _aborted_message(self) -> AssistantMessage:
+    def aborted_message(self) -> AssistantMessage:
+        """The reply as far as it came, ended by the abort."""
         return self._final_from_partial("aborted", REQUEST_ABORTED)
 
     def _failed_message(self, exc: BaseException) -> AssistantMessage:
