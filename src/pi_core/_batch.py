@@ -51,6 +51,11 @@ def error_result(text: str) -> AgentToolResult:
     return AgentToolResult([TextContent(text)], {})
 
 
+def _aborted_outcome(index: int = 0) -> Outcome:
+    """The outcome of a call the abort stopped (or never let start)."""
+    return error_result(OPERATION_ABORTED), True
+
+
 def _exception_text(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
@@ -128,9 +133,7 @@ class ToolBatch:
             await self._emit(ToolExecutionStart(call.id, call.name, call.arguments))
             prepared = await self._preflight(call)
             if isinstance(prepared, _Prepared):
-                [outcome] = await fan_out(
-                    [self._job(prepared)], on_message=self._emit, task_group=self._task_group
-                )
+                [outcome] = await self._fan_out([self._job(prepared)])
             else:
                 outcome = prepared
             await self._emit(ToolExecutionEnd(call.id, call.name, *outcome))
@@ -164,13 +167,7 @@ class ToolBatch:
 
             limit = self._config.max_parallel_tools
             limiter = anyio.CapacityLimiter(limit) if limit is not None else None
-            await fan_out(
-                jobs,
-                on_message=self._emit,
-                on_complete=on_complete,
-                limiter=limiter,
-                task_group=self._task_group,
-            )
+            await self._fan_out(jobs, on_complete, limiter)
         return outcomes  # type: ignore[return-value]  # every slot is filled by now
 
     async def _emit_result(self, message: ToolResultMessage) -> None:
@@ -182,7 +179,7 @@ class ToolBatch:
     async def _preflight(self, call: ToolCall) -> _Prepared | Outcome:
         """Find the tool, prepare and validate the arguments, ask ``before_tool_call``."""
         if self._aborted():
-            return error_result(OPERATION_ABORTED), True
+            return _aborted_outcome()
         tool = self._tools.get(call.name)
         if tool is None:
             return error_result(f"Tool {call.name} not found"), True
@@ -194,7 +191,7 @@ class ToolBatch:
         except Exception as exc:
             return error_result(_exception_text(exc)), True
         if self._aborted():  # the hook ran while the abort came
-            return error_result(OPERATION_ABORTED), True
+            return _aborted_outcome()
         if verdict is not None and verdict.block:
             return error_result(verdict.reason or "Tool execution was blocked"), True
         return _Prepared(call, tool, args)
@@ -234,15 +231,36 @@ class ToolBatch:
         finish = self._execute if self._config.after_tool_call is None else self._finish
         if not self._abortable:
             return functools.partial(finish, prepared)
+        return functools.partial(self._unless_aborted, finish, prepared)
 
-        async def job(post: Post[AgentEvent]) -> Outcome:
-            if self._aborted():  # a call that waited for the limiter must not start at all
-                return error_result(OPERATION_ABORTED), True
-            with self._signal.scope():
-                return await finish(prepared, post)
-            return error_result(OPERATION_ABORTED), True
+    async def _unless_aborted(
+        self,
+        finish: Callable[[_Prepared, Post[AgentEvent]], Awaitable[Outcome]],
+        prepared: _Prepared,
+        post: Post[AgentEvent],
+    ) -> Outcome:
+        # A call that waited for the limiter must not start at all after an abort; one that
+        # runs is cancelled by it (see ``_fan_out``).
+        if self._aborted():
+            return _aborted_outcome()
+        return await finish(prepared, post)
 
-        return job
+    async def _fan_out(
+        self,
+        jobs: list[Callable[[Post[AgentEvent]], Awaitable[Outcome]]],
+        on_complete: Callable[[int, Outcome], Awaitable[None]] | None = None,
+        limiter: anyio.CapacityLimiter | None = None,
+    ) -> list[Outcome]:
+        """Run prepared calls as child tasks of the run's group; an abort cancels them."""
+        return await fan_out(
+            jobs,
+            on_message=self._emit,
+            on_complete=on_complete,
+            limiter=limiter,
+            task_group=self._task_group,
+            signal=self._signal if self._abortable else None,
+            aborted=_aborted_outcome,
+        )
 
     async def _finish(self, prepared: _Prepared, post: Post[AgentEvent]) -> Outcome:
         """Execute, then let ``after_tool_call`` amend the outcome."""

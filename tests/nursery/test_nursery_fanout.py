@@ -7,10 +7,11 @@ import sys
 import anyio
 import anyio.lowlevel
 import pytest
+from anyio.abc import TaskGroup
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from pi_core.nursery import Job, Post, fan_out
+from pi_core.nursery import AbortController, Job, Post, fan_out
 
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup, ExceptionGroup
@@ -476,3 +477,105 @@ def _leaves(group: BaseException) -> list[BaseException]:
     if isinstance(group, BaseExceptionGroup):
         return [leaf for member in group.exceptions for leaf in _leaves(member)]
     return [group]
+
+
+# --- abort through the tasks' own scopes ------------------------------------------------------
+
+
+def _aborted(index: int) -> int:
+    return -100 - index
+
+
+@pytest.mark.parametrize("with_group", [False, True])
+async def test_an_abort_cancels_the_running_jobs_and_the_parent_collects_them(
+    with_group: bool,
+) -> None:
+    controller = AbortController()
+    cancelled: set[int] = set()
+    finished: set[int] = set()
+    completed: list[tuple[int, int]] = []
+    first_done = anyio.Event()
+
+    async def quick(post: Post[str]) -> int:
+        return 0
+
+    async def on_complete(index: int, result: int) -> None:
+        completed.append((index, result))
+        if index == 0:
+            first_done.set()
+
+    jobs = [quick] + [_forever_job(cancelled, finished, index) for index in (1, 2)]
+
+    async def run(task_group: TaskGroup | None) -> list[int]:
+        return await fan_out(
+            jobs,
+            on_complete=on_complete,
+            task_group=task_group,
+            signal=controller.signal,
+            aborted=_aborted,
+        )
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            results: list[list[int]] = []
+
+            async def collect() -> None:
+                results.append(await run(tg if with_group else None))
+
+            tg.start_soon(collect)
+            await first_done.wait()
+            await anyio.wait_all_tasks_blocked()
+            controller.abort()
+    assert results == [[0, -101, -102]]
+    assert cancelled == finished == {1, 2}
+    assert completed[0] == (0, 0)
+    assert sorted(completed[1:]) == [(1, -101), (2, -102)]
+    assert not controller.signal._callbacks  # unregistered once the jobs are done
+
+
+async def test_jobs_waiting_for_the_limiter_are_aborted_too() -> None:
+    controller = AbortController()
+    started: list[int] = []
+
+    def job(index: int) -> Job[str, int]:
+        async def run(post: Post[str]) -> int:
+            started.append(index)
+            await anyio.sleep_forever()
+            return index
+
+        return run
+
+    async def abort_when_blocked() -> None:
+        await anyio.wait_all_tasks_blocked()
+        controller.abort()
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(abort_when_blocked)
+            results = await fan_out(
+                [job(index) for index in range(4)],
+                limiter=anyio.CapacityLimiter(1),
+                signal=controller.signal,
+                aborted=_aborted,
+            )
+    assert results == [-100, -101, -102, -103]
+    assert started == [0]
+
+
+async def test_an_abort_after_the_fan_out_touches_nothing() -> None:
+    controller = AbortController()
+
+    async def quick(post: Post[str]) -> int:
+        return 7
+
+    results = await fan_out([quick], signal=controller.signal, aborted=_aborted)
+    controller.abort()
+    assert results == [7]
+
+
+async def test_a_signal_needs_an_aborted_result() -> None:
+    async def quick(post: Post[str]) -> int:
+        return 7
+
+    with pytest.raises(TypeError, match="aborted"):
+        await fan_out([quick], signal=AbortController().signal)

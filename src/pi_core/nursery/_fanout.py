@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
 
 import anyio
+from anyio import TaskHandle
 from anyio.abc import TaskGroup
 
+from ._abort import AbortSignal
 from ._groups import unwrap_single_exception
 
 __all__ = ["Job", "Post", "fan_out"]
@@ -65,6 +68,8 @@ async def fan_out(
     on_complete: Callable[[int, R], Awaitable[None]] | None = None,
     limiter: anyio.CapacityLimiter | None = None,
     task_group: TaskGroup | None = None,
+    signal: AbortSignal | None = None,
+    aborted: Callable[[int], R] | None = None,
 ) -> list[R]:
     """Run every job as a child task of one task group and return their results in source order.
 
@@ -78,22 +83,57 @@ async def fan_out(
     fans out many times saves opening a group each time. That group's scope must enclose the
     caller, so that whatever cancels the caller cancels the jobs too.
 
+    An abort of ``signal`` cancels the jobs still running (or still waiting for the limiter), each
+    through its task's own cancel scope; the result of a job cancelled this way is
+    ``aborted(index)``, and the parent goes on collecting. ``aborted`` is required with
+    ``signal``.
+
     If a job raises, the others are cancelled and the exception propagates as itself (with
     ``task_group``, out of that group). A message posted after its job returned is dropped.
     """
     results: list[R] = [None] * len(jobs)  # type: ignore[list-item]
     if not jobs:
         return results
+    if signal is not None and aborted is None:
+        raise TypeError("fan_out: a signal needs an aborted(index) result")
     mailbox = _Mailbox()
     if task_group is not None:
-        _spawn_all(task_group, jobs, mailbox, limiter)
-        await _handle_all(mailbox, results, on_message, on_complete)
+        await _run_all(
+            task_group, jobs, mailbox, results, on_message, on_complete, limiter, signal, aborted
+        )
         return results
     with unwrap_single_exception():
         async with anyio.create_task_group() as own_group:
-            _spawn_all(own_group, jobs, mailbox, limiter)
-            await _handle_all(mailbox, results, on_message, on_complete)
+            await _run_all(
+                own_group, jobs, mailbox, results, on_message, on_complete, limiter, signal, aborted
+            )
     return results
+
+
+async def _run_all(
+    task_group: TaskGroup,
+    jobs: Sequence[Job[M, R]],
+    mailbox: _Mailbox,
+    results: list[R],
+    on_message: Callable[[M], Awaitable[None]] | None,
+    on_complete: Callable[[int, R], Awaitable[None]] | None,
+    limiter: anyio.CapacityLimiter | None,
+    signal: AbortSignal | None,
+    aborted: Callable[[int], R] | None,
+) -> None:
+    handles = _spawn_all(
+        task_group, jobs, mailbox, limiter, aborted if signal is not None else None
+    )
+    if signal is None:
+        await _handle_all(mailbox, results, on_message, on_complete)
+        return
+    # One registration for the whole fan-out: the tasks' own scopes do the cancelling, so no job
+    # pays for a cancel scope of its own.
+    unregister = signal.on_abort(functools.partial(_cancel_all, handles))
+    try:
+        await _handle_all(mailbox, results, on_message, on_complete)
+    finally:
+        unregister()
 
 
 def _spawn_all(
@@ -101,15 +141,25 @@ def _spawn_all(
     jobs: Sequence[Job[M, R]],
     mailbox: _Mailbox,
     limiter: anyio.CapacityLimiter | None,
-) -> None:
+    aborted: Callable[[int], R] | None,
+) -> list[TaskHandle[None]]:
+    handles = []
     turn: anyio.Event | None = None
     for index, job in enumerate(jobs):
         # With a limiter, each job queues for it only once the previous one got a token: the
         # backends do not promise to run new tasks in spawn order (trio may reverse them), and
         # the jobs should start in source order on both.
         next_turn = anyio.Event() if limiter is not None else None
-        task_group.start_soon(_run_job, job, index, mailbox, limiter, turn, next_turn)
+        handles.append(
+            task_group.start_soon(_run_job, job, index, mailbox, limiter, turn, next_turn, aborted)
+        )
         turn = next_turn
+    return handles
+
+
+def _cancel_all(handles: list[TaskHandle[None]]) -> None:
+    for handle in handles:
+        handle.cancel()  # a no-op for a task that has finished
 
 
 async def _handle_all(
@@ -137,6 +187,7 @@ async def _run_job(
     limiter: anyio.CapacityLimiter | None,
     turn: anyio.Event | None,
     next_turn: anyio.Event | None,
+    aborted: Callable[[int], R] | None,
 ) -> None:
     done = False
 
@@ -144,14 +195,23 @@ async def _run_job(
         if not done:
             mailbox.post(message)
 
-    if limiter is None:
-        result = await job(post)
-    else:
-        if turn is not None:
-            await turn.wait()
-        async with limiter:
-            if next_turn is not None:
-                next_turn.set()
+    try:
+        if limiter is None:
             result = await job(post)
+        else:
+            if turn is not None:
+                await turn.wait()
+            async with limiter:
+                if next_turn is not None:
+                    next_turn.set()
+                result = await job(post)
+    except BaseException as exc:
+        if aborted is None or not isinstance(exc, anyio.get_cancelled_exc_class()):
+            raise
+        # Cancelled by the abort (or by whatever cancels the parent too, which then never reads
+        # it): the parent gets the aborted result and the cancellation goes on up.
+        done = True
+        mailbox.post(_Done(index, aborted(index)))
+        raise
     done = True
     mailbox.post(_Done(index, result))
