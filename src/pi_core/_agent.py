@@ -358,7 +358,9 @@ class Agent:
             TurnEnd(failure, []),
             AgentEnd([failure]),
         ):
-            await self._process_event(event)
+            returned = self._process_event(event)
+            if returned is not None:
+                await returned
 
     def _snapshot(self) -> AgentContext:
         state = self._state
@@ -405,17 +407,32 @@ class Agent:
             ),
         )
 
-    async def _process_event(self, event: AgentEvent) -> None:
-        """Reduce the state for the event, then await every listener in subscription order."""
+    def _process_event(self, event: AgentEvent) -> Awaitable[None] | None:
+        """Reduce the state for the event; what the run awaits then calls every listener in order.
+
+        With one listener (the usual case) that is the listener's own awaitable: the run awaits
+        it directly, one coroutine less for every event.
+        """
         active = self._active
         if active is None:  # a run's emit outliving the run: upstream's guard, kept
             raise RuntimeError("Agent listener invoked outside active run")
         signal = active.controller.signal
         self._state._reduce(event, signal)
-        for listener in self._listener_tuple:
-            returned = listener(event, signal)
-            if returned is not None:
-                await returned
+        listeners = self._listener_tuple
+        if len(listeners) == 1:
+            return listeners[0](event, signal)
+        if listeners:
+            return _notify(listeners, event, signal)
+        return None
+
+
+async def _notify(
+    listeners: tuple[AgentListener, ...], event: AgentEvent, signal: AbortSignal
+) -> None:
+    for listener in listeners:
+        returned = listener(event, signal)
+        if returned is not None:
+            await returned
 
 
 _MISSING: Any = object()

@@ -180,9 +180,9 @@ class _Run:
         self.config = config
         self.model = config.model
         self.new_messages = new_messages
-        self._user_emit = emit
-        # An async emit (the Agent's, agent_loop's stream) is awaited as it is: one frame less
-        # for every event of the run.
+        self.emit_now = emit
+        """The caller's emit as it is: call it, then await what it returns unless that is None."""
+        # An async emit (agent_loop's stream) is awaited as it is: one frame less for every event.
         self.emit: Callable[[AgentEvent], Awaitable[None]] = (
             emit if iscoroutinefunction(emit) else self._emit_sync_or_async
         )
@@ -213,7 +213,7 @@ class _Run:
             await self._end(await self._stream.finish(self._stream.aborted_message()))
 
     async def _emit_sync_or_async(self, event: AgentEvent) -> None:
-        returned = self._user_emit(event)
+        returned = self.emit_now(event)
         if returned is not None:
             await returned
 
@@ -388,18 +388,6 @@ class _AssistantStream:
         assert task_group is not None
         task_group.cancel_scope.cancel()
 
-    async def _emit(self, event: AgentEvent) -> None:
-        self._emitting = True
-        try:
-            await self._run.emit(event)
-        finally:
-            self._emitting = False
-        if self._cancel_deferred:
-            self._cut()
-            # Deliver the cancellation here: a stream that hands over its next events without a
-            # checkpoint (a burst of buffered events) would otherwise run on to its end.
-            await anyio.lowlevel.checkpoint()
-
     async def _stream(self) -> AssistantMessage:
         run = self._run
         messages: list[AgentMessage] = run.context.messages
@@ -425,8 +413,7 @@ class _AssistantStream:
                 await aclose()
 
     async def _consume(self, iterator: AsyncIterator[AssistantMessageEvent]) -> AssistantMessage:
-        # Without an abort to defer, events go straight to the run's emit.
-        emit = self._emit if self._run.abortable else self._run.emit
+        emit = self._run.emit_now
         next_event = iterator.__anext__
         while True:
             try:
@@ -440,13 +427,28 @@ class _AssistantStream:
                 return event.message  # type: ignore[union-attr]
             if kind == "error":
                 return event.error  # type: ignore[union-attr]
+            partial: AssistantMessage = event.partial  # type: ignore[union-attr]
             if kind == "start":
-                self._partial = event.partial  # type: ignore[union-attr]
                 self._started = True
-                await emit(MessageStart(event.partial.shallow_copy()))  # type: ignore[union-attr]
-            elif self._started:  # content events before ``start`` are ignored, as upstream
-                self._partial = event.partial  # type: ignore[union-attr]
-                await emit(MessageUpdate(event.partial.shallow_copy(), event))  # type: ignore[union-attr]
+                agent_event: AgentEvent = MessageStart(partial.shallow_copy())
+            elif self._started:
+                agent_event = MessageUpdate(partial.shallow_copy(), event)
+            else:  # content events before ``start`` are ignored, as upstream
+                continue
+            self._partial = partial
+            # The hottest path of a run: the emit is inlined, and so is the abort deferral.
+            self._emitting = True
+            try:
+                returned = emit(agent_event)
+                if returned is not None:
+                    await returned
+            finally:
+                self._emitting = False
+            if self._cancel_deferred:
+                self._cut()
+                # Deliver the cancellation here: a stream that hands over its next events
+                # without a checkpoint (a burst of buffered events) would otherwise run on.
+                await anyio.lowlevel.checkpoint()
 
     def aborted_message(self) -> AssistantMessage:
         """The reply as far as it came, ended by the abort."""
