@@ -63,11 +63,13 @@ DEFAULT_MODEL = Model("unknown", input=())
 
 
 class _ActiveRun:
-    __slots__ = ("controller", "idle")
+    __slots__ = ("controller", "idle", "signal", "skip_steering_poll")
 
-    def __init__(self) -> None:
+    def __init__(self, skip_steering_poll: bool) -> None:
         self.controller = AbortController()
+        self.signal = self.controller.signal
         self.idle = anyio.Event()
+        self.skip_steering_poll = skip_steering_poll
 
 
 class Agent:
@@ -204,7 +206,7 @@ class Agent:
     @property
     def signal(self) -> AbortSignal | None:
         """The running run's abort signal, or ``None`` when idle."""
-        return self._active.controller.signal if self._active is not None else None
+        return self._active.signal if self._active is not None else None
 
     # --- queues and listeners -------------------------------------------------------------------
 
@@ -267,7 +269,7 @@ class Agent:
         """
         if self._active is not None:
             raise AgentBusyError(BUSY_PROMPT_TEXT)
-        await self._run_prompts(_as_prompts(message, images))
+        await self._run(_as_prompts(message, images))
 
     async def continue_(self) -> None:
         """Continue from the current transcript (after a tool result, a user message, or an abort).
@@ -284,15 +286,15 @@ class Agent:
         if not messages:
             raise ValueError("No messages to continue from")
         if messages[-1].role != "assistant":
-            await self._run(lambda signal: self._continue_loop(signal))
+            await self._run(None)
             return
         steering = self._steering.drain()
         if steering:
-            await self._run_prompts(steering, skip_initial_steering_poll=True)
+            await self._run(steering, skip_initial_steering_poll=True)
             return
         follow_ups = self._follow_ups.drain()
         if follow_ups:
-            await self._run_prompts(follow_ups)
+            await self._run(follow_ups)
             return
         raise ValueError("Cannot continue from message role: assistant")
 
@@ -315,27 +317,29 @@ class Agent:
 
     # --- the run lifecycle ----------------------------------------------------------------------
 
-    async def _run_prompts(
-        self, prompts: list[AgentMessage], *, skip_initial_steering_poll: bool = False
+    async def _run(
+        self, prompts: list[AgentMessage] | None, *, skip_initial_steering_poll: bool = False
     ) -> None:
-        async def execute(signal: AbortSignal) -> None:
-            config = self._loop_config(skip_initial_steering_poll)
-            await run_agent_loop(prompts, self._snapshot(), config, self._process_event, signal)
-
-        await self._run(execute)
-
-    async def _continue_loop(self, signal: AbortSignal) -> None:
-        config = self._loop_config(False)
-        await run_agent_loop_continue(self._snapshot(), config, self._process_event, signal)
-
-    async def _run(self, execute: Callable[[AbortSignal], Awaitable[None]]) -> None:
-        active = self._active = _ActiveRun()
+        """Run the loop on ``prompts``, or continue from the transcript when there are none."""
+        active = self._active = _ActiveRun(skip_initial_steering_poll)
         self._state._start_run()
         try:
             try:
-                await execute(active.controller.signal)
+                config = self._loop_config()
+                # The loop works on a copy of the messages; the tools are copied here, since a
+                # hook may change the context's list in place.
+                state = self._state
+                context = AgentContext(state.system_prompt, state.messages, list(state.tools))
+                if prompts is None:
+                    await run_agent_loop_continue(
+                        context, config, self._process_event, active.signal
+                    )
+                else:
+                    await run_agent_loop(
+                        prompts, context, config, self._process_event, active.signal
+                    )
             except Exception as exc:
-                await self._handle_run_failure(exc, active.controller.signal)
+                await self._handle_run_failure(exc, active.signal)
         finally:
             self._state._finish_run()
             self._active = None
@@ -362,27 +366,14 @@ class Agent:
             if returned is not None:
                 await returned
 
-    def _snapshot(self) -> AgentContext:
-        state = self._state
-        return AgentContext(state.system_prompt, list(state.messages), list(state.tools))
-
-    def _loop_config(self, skip_initial_steering_poll: bool) -> AgentLoopConfig:
-        skip = skip_initial_steering_poll
-
-        def get_steering_messages() -> list[AgentMessage]:
-            nonlocal skip
-            if skip:
-                skip = False
-                return []
-            return self._steering.drain()
-
+    def _loop_config(self) -> AgentLoopConfig:
         return AgentLoopConfig(
             model=self._state.model,
             stream_fn=self.stream_fn,
             convert_to_llm=self.convert_to_llm,
             transform_context=self.transform_context,
             get_api_key=self.get_api_key,
-            get_steering_messages=get_steering_messages,
+            get_steering_messages=self._poll_steering,
             get_follow_up_messages=self._follow_ups.drain,
             should_stop_after_turn=self.should_stop_after_turn,
             prepare_next_turn=self.prepare_next_turn,
@@ -392,6 +383,13 @@ class Agent:
             max_parallel_tools=self.max_parallel_tools,
             options=self._stream_options(),
         )
+
+    def _poll_steering(self) -> list[AgentMessage]:
+        active = self._active
+        if active is not None and active.skip_steering_poll:
+            active.skip_steering_poll = False  # steering already drained into the prompt
+            return []
+        return self._steering.drain()
 
     def _stream_options(self) -> StreamOptions:
         base = self.options if self.options is not None else StreamOptions()
@@ -416,7 +414,7 @@ class Agent:
         active = self._active
         if active is None:  # a run's emit outliving the run: upstream's guard, kept
             raise RuntimeError("Agent listener invoked outside active run")
-        signal = active.controller.signal
+        signal = active.signal
         self._state._reduce(event, signal)
         listeners = self._listener_tuple
         if len(listeners) == 1:

@@ -81,15 +81,7 @@ async def run_agent_loop(
     """
     run = _Run(context, config, emit, signal, list(prompts))
     run.context.messages.extend(prompts)
-
-    async def start() -> None:
-        await run.emit(AgentStart())
-        await run.emit(TurnStart())
-        for prompt in prompts:
-            await run.emit(MessageStart(prompt))
-            await run.emit(MessageEnd(prompt))
-
-    await run.run(start)
+    await run.run(prompts)
     return run.new_messages
 
 
@@ -106,12 +98,7 @@ async def run_agent_loop_continue(
     """
     check_can_continue(context)
     run = _Run(context, config, emit, signal, [])
-
-    async def start() -> None:
-        await run.emit(AgentStart())
-        await run.emit(TurnStart())
-
-    await run.run(start)
+    await run.run(())
     return run.new_messages
 
 
@@ -197,16 +184,20 @@ class _Run:
         )
         self.task_group: TaskGroup | None = None
 
-    async def run(self, start: Callable[[], Awaitable[None]]) -> None:
-        """Emit the opening events with ``start``, then run the turns, in the run's task group.
+    async def run(self, prompts: Sequence[AgentMessage]) -> None:
+        """Emit the opening events (with the prompts, if any), then run the turns.
 
-        The group lives as long as the run: every tool batch spawns its calls into it rather than
-        opening a group of its own each turn.
+        The run's task group lives as long as the run: every tool batch spawns its calls into it
+        rather than opening a group of its own each turn.
         """
         with unwrap_single_exception():
             async with anyio.create_task_group() as task_group:
                 self.task_group = task_group
-                await start()
+                await self.emit(AgentStart())
+                await self.emit(TurnStart())
+                for prompt in prompts:
+                    await self.emit(MessageStart(prompt))
+                    await self.emit(MessageEnd(prompt))
                 await self.run_turns()
         if self._stream.cut:
             # An abort cut the model stream by cancelling the group: close out outside it.
