@@ -23,7 +23,7 @@ from ..scenarios import SPECS, Run
 __all__ = ["PEERS", "Peer", "measure_peer"]
 
 SCENARIO = "turns"
-BACKEND = "asyncio"  # openai-agents runs on asyncio only; pydantic-ai's runs are tested there
+BACKEND = "asyncio"  # openai-agents runs on asyncio only, and every case runs on the same loop
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,8 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         result = measure_peer(peer, args.turns, args.rounds, args.min_time)
     except (ImportError, PackageNotFoundError) as exc:
-        print(f"{peer.key}: not installed ({exc}); pip install -r bench/peers/requirements.txt")
+        hint = "pip install -r bench/peers/requirements.txt"
+        print(f"{peer.key}: not installed ({exc}); {hint}", file=sys.stderr)
         return 2
     except RuntimeError as exc:
         print(exc, file=sys.stderr)

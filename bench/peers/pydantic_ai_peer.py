@@ -5,8 +5,8 @@ Two modes:
 * ``streamed``: the model is a ``stream_function`` (three text pieces, then a tool-call delta),
   and the run is ``agent.run(..., event_stream_handler=...)``, which streams every model request
   and hands each node's events to the handler, running tools until the output is final. This is
-  the closest match to pi_core's loop with its event callback. (``agent.run_stream`` would stop at
-  the first text output instead of running the tools.)
+  the closest match to pi_core's loop with its event callback. (``agent.run_stream`` would take
+  the first reply's text as the final output and ask the model no more.)
 * ``function``: the model is a plain async ``function`` returning whole ``ModelResponse``s and the
   run is ``agent.run(...)``: no streaming at all.
 """

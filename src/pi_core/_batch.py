@@ -63,12 +63,20 @@ def _exception_text(exc: BaseException) -> str:
 class _Prepared:
     """A call that passed preflight and is ready to execute."""
 
-    __slots__ = ("args", "call", "tool")
+    __slots__ = ("args", "call", "post", "tool")
 
     def __init__(self, call: ToolCall, tool: AgentTool, args: Any) -> None:
         self.call = call
         self.tool = tool
         self.args = args
+        self.post: Post[AgentEvent] | None = None
+        """The running call's way to the parent, set when it starts."""
+
+    def on_update(self, partial: AgentToolResult) -> None:
+        """The ``on_update`` the tool gets: a ``tool_execution_update`` for the parent to emit."""
+        call = self.call
+        assert self.post is not None
+        self.post(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
 
 
 class ToolBatch:
@@ -92,6 +100,10 @@ class ToolBatch:
         self._signal = signal
         self._abortable = abortable
         self._task_group = task_group
+        # The parallel batch's bookkeeping, for ``_on_complete``.
+        self._calls: list[ToolCall] = []
+        self._slots: list[int] = []
+        self._outcomes: list[Outcome | None] = []
         self._tools: dict[str, AgentTool] = {}
         for tool in reversed(context.tools):  # the first tool of a name wins, as upstream
             self._tools[tool.name] = tool
@@ -158,17 +170,17 @@ class ToolBatch:
                 outcomes[index] = prepared
                 await self._emit(ToolExecutionEnd(call.id, call.name, *prepared))
         if jobs:
-
-            async def on_complete(job_index: int, outcome: Outcome) -> None:
-                index = slots[job_index]
-                outcomes[index] = outcome
-                call = calls[index]
-                await self._emit(ToolExecutionEnd(call.id, call.name, *outcome))
-
+            self._calls, self._slots, self._outcomes = calls, slots, outcomes
             limit = self._config.max_parallel_tools
             limiter = anyio.CapacityLimiter(limit) if limit is not None else None
-            await self._fan_out(jobs, on_complete, limiter)
+            await self._fan_out(jobs, self._on_complete, limiter)
         return outcomes  # type: ignore[return-value]  # every slot is filled by now
+
+    async def _on_complete(self, job_index: int, outcome: Outcome) -> None:
+        index = self._slots[job_index]
+        self._outcomes[index] = outcome
+        call = self._calls[index]
+        await self._emit(ToolExecutionEnd(call.id, call.name, *outcome))
 
     async def _emit_result(self, message: ToolResultMessage) -> None:
         await self._emit(MessageStart(message))
@@ -245,14 +257,14 @@ class ToolBatch:
             return _aborted_outcome()
         return await finish(prepared, post)
 
-    async def _fan_out(
+    def _fan_out(
         self,
         jobs: list[Callable[[Post[AgentEvent]], Awaitable[Outcome]]],
         on_complete: Callable[[int, Outcome], Awaitable[None]] | None = None,
         limiter: anyio.CapacityLimiter | None = None,
-    ) -> list[Outcome]:
+    ) -> Awaitable[list[Outcome]]:
         """Run prepared calls as child tasks of the run's group; an abort cancels them."""
-        return await fan_out(
+        return fan_out(
             jobs,
             on_message=self._emit,
             on_complete=on_complete,
@@ -272,10 +284,8 @@ class ToolBatch:
 
     async def _execute(self, prepared: _Prepared, post: Post[AgentEvent]) -> Outcome:
         call, tool = prepared.call, prepared.tool
-
-        def on_update(partial: AgentToolResult) -> None:
-            post(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
-
+        prepared.post = post
+        on_update = prepared.on_update
         timeout = tool.timeout
         try:
             if timeout is None:

@@ -88,6 +88,8 @@ class _ChatSession:
         self.renderer = renderer
         self.interactive = interactive
         self.running = False
+        self.aborting = False
+        """Ctrl-C aborted the run, which is closing out (until its end is handled here)."""
         self.end_of_input = False
         self.exit_code: int | None = None
         self.next_prompts: list[str] = []
@@ -127,9 +129,9 @@ class _ChatSession:
         if not text:
             if not self.running:
                 self._show_prompt()
-        elif self.running and self._aborting():
-            # The turn is closing out after Ctrl-C: an aborted run polls no steering, so the
-            # line is the next prompt.
+        elif self.running and self.aborting:
+            # The turn is closing out after Ctrl-C (it may even have ended already, its end not
+            # yet handled here): an aborted run polls no steering, so the line is the next prompt.
             self.next_prompts.append(text)
         elif self.running:
             self.agent.steer(text)
@@ -137,14 +139,11 @@ class _ChatSession:
         else:
             self._start(lambda: self.agent.prompt(text), tg, send)
 
-    def _aborting(self) -> bool:
-        signal = self.agent.signal
-        return signal is not None and signal.aborted
-
     def _on_interrupt(self) -> None:
         signal = self.agent.signal
         if self.running and signal is not None and not signal.aborted:
             self.renderer.note("interrupted: aborting the turn (Ctrl-C again to quit)")
+            self.aborting = True
             self.agent.abort("interrupted")
         else:
             self.renderer.note("interrupted: quitting")
@@ -154,6 +153,7 @@ class _ChatSession:
         self, aborted: bool, tg: anyio.abc.TaskGroup, send: MemoryObjectSendStream[_Input]
     ) -> None:
         self.running = False
+        self.aborting = False
         if self.next_prompts:
             prompts: list[AgentMessage] = [UserMessage(text) for text in self.next_prompts]
             self.next_prompts = []

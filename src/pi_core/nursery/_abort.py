@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from itertools import count
 from types import TracebackType
 
 import anyio
@@ -23,13 +22,13 @@ class AbortSignal:
     ``with signal.scope():`` is cancelled at once when the controller aborts.
     """
 
-    __slots__ = ("_aborted", "_callbacks", "_keys", "_reason")
+    __slots__ = ("_aborted", "_callbacks", "_next_key", "_reason")
 
     def __init__(self) -> None:
         self._aborted = False
         self._reason: object = None
         self._callbacks: dict[int, Callable[[], object]] = {}
-        self._keys = count()
+        self._next_key = 0
 
     @property
     def aborted(self) -> bool:
@@ -50,14 +49,10 @@ class AbortSignal:
         if self._aborted:
             _call_logged(callback)
             return _nothing
-        key = next(self._keys)
-        callbacks = self._callbacks
-        callbacks[key] = callback
-
-        def unregister() -> None:
-            callbacks.pop(key, None)
-
-        return unregister
+        key = self._next_key
+        self._next_key = key + 1
+        self._callbacks[key] = callback
+        return _Unregister(self._callbacks, key)
 
     async def wait(self) -> None:
         """Wait until the signal aborts; returns at once (after a checkpoint) if it already has."""
@@ -93,6 +88,19 @@ class AbortSignal:
     def __repr__(self) -> str:
         state = f"aborted, reason={self._reason!r}" if self._aborted else "not aborted"
         return f"<AbortSignal {state}>"
+
+
+class _Unregister:
+    """What :meth:`AbortSignal.on_abort` returns: one small object rather than a closure."""
+
+    __slots__ = ("_callbacks", "_key")
+
+    def __init__(self, callbacks: dict[int, Callable[[], object]], key: int) -> None:
+        self._callbacks = callbacks
+        self._key = key
+
+    def __call__(self) -> None:
+        self._callbacks.pop(self._key, None)
 
 
 class AbortScope:

@@ -98,42 +98,32 @@ async def fan_out(
         raise TypeError("fan_out: a signal needs an aborted(index) result")
     mailbox = _Mailbox()
     if task_group is not None:
-        await _run_all(
-            task_group, jobs, mailbox, results, on_message, on_complete, limiter, signal, aborted
-        )
+        unregister = _start(task_group, jobs, mailbox, limiter, signal, aborted)
+        await _handle_all(mailbox, results, on_message, on_complete, unregister)
         return results
     with unwrap_single_exception():
         async with anyio.create_task_group() as own_group:
-            await _run_all(
-                own_group, jobs, mailbox, results, on_message, on_complete, limiter, signal, aborted
-            )
+            unregister = _start(own_group, jobs, mailbox, limiter, signal, aborted)
+            await _handle_all(mailbox, results, on_message, on_complete, unregister)
     return results
 
 
-async def _run_all(
+def _start(
     task_group: TaskGroup,
     jobs: Sequence[Job[M, R]],
     mailbox: _Mailbox,
-    results: list[R],
-    on_message: Callable[[M], Awaitable[None]] | None,
-    on_complete: Callable[[int, R], Awaitable[None]] | None,
     limiter: anyio.CapacityLimiter | None,
     signal: AbortSignal | None,
     aborted: Callable[[int], R] | None,
-) -> None:
-    handles = _spawn_all(
-        task_group, jobs, mailbox, limiter, aborted if signal is not None else None
-    )
+) -> Callable[[], None]:
+    """Spawn the jobs; return what unregisters their cancellation on an abort."""
     if signal is None:
-        await _handle_all(mailbox, results, on_message, on_complete)
-        return
+        _spawn_all(task_group, jobs, mailbox, limiter, None)
+        return _nothing
+    handles = _spawn_all(task_group, jobs, mailbox, limiter, aborted)
     # One registration for the whole fan-out: the tasks' own scopes do the cancelling, so no job
     # pays for a cancel scope of its own.
-    unregister = signal.on_abort(functools.partial(_cancel_all, handles))
-    try:
-        await _handle_all(mailbox, results, on_message, on_complete)
-    finally:
-        unregister()
+    return signal.on_abort(functools.partial(_cancel_all, handles))
 
 
 def _spawn_all(
@@ -167,17 +157,39 @@ async def _handle_all(
     results: list[R],
     on_message: Callable[[M], Awaitable[None]] | None,
     on_complete: Callable[[int, R], Awaitable[None]] | None,
+    unregister: Callable[[], None],
 ) -> None:
     running = len(results)
-    while running:
-        item = await mailbox.next()
-        if type(item) is _Done:
-            running -= 1
-            results[item.index] = item.result
-            if on_complete is not None:
-                await on_complete(item.index, item.result)
-        elif on_message is not None:
-            await on_message(item)  # type: ignore[arg-type]
+    try:
+        while running:
+            item = await mailbox.next()
+            if type(item) is _Done:
+                running -= 1
+                results[item.index] = item.result
+                if on_complete is not None:
+                    await on_complete(item.index, item.result)
+            elif on_message is not None:
+                await on_message(item)  # type: ignore[arg-type]
+    finally:
+        unregister()
+
+
+def _nothing() -> None:
+    return None
+
+
+class _Poster:
+    """A job's ``post``: hands messages to the mailbox until the job has returned."""
+
+    __slots__ = ("_mailbox", "done")
+
+    def __init__(self, mailbox: _Mailbox) -> None:
+        self._mailbox = mailbox
+        self.done = False
+
+    def __call__(self, message: object) -> None:
+        if not self.done:
+            self._mailbox.post(message)
 
 
 async def _run_job(
@@ -189,12 +201,7 @@ async def _run_job(
     next_turn: anyio.Event | None,
     aborted: Callable[[int], R] | None,
 ) -> None:
-    done = False
-
-    def post(message: M) -> None:
-        if not done:
-            mailbox.post(message)
-
+    post = _Poster(mailbox)
     try:
         if limiter is None:
             result = await job(post)
@@ -210,8 +217,8 @@ async def _run_job(
             raise
         # Cancelled by the abort (or by whatever cancels the parent too, which then never reads
         # it): the parent gets the aborted result and the cancellation goes on up.
-        done = True
+        post.done = True
         mailbox.post(_Done(index, aborted(index)))
         raise
-    done = True
+    post.done = True
     mailbox.post(_Done(index, result))
