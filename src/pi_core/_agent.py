@@ -63,13 +63,22 @@ DEFAULT_MODEL = Model("unknown", input=())
 
 
 class _ActiveRun:
-    __slots__ = ("controller", "idle", "signal", "skip_steering_poll")
+    __slots__ = ("_idle", "controller", "signal", "skip_steering_poll")
 
     def __init__(self, skip_steering_poll: bool) -> None:
         self.controller = AbortController()
         self.signal = self.controller.signal
-        self.idle = anyio.Event()
         self.skip_steering_poll = skip_steering_poll
+        self._idle: anyio.Event | None = None  # made for the first waiter: most runs have none
+
+    async def wait_until_settled(self) -> None:
+        if self._idle is None:
+            self._idle = anyio.Event()
+        await self._idle.wait()
+
+    def settled(self) -> None:
+        if self._idle is not None:
+            self._idle.set()
 
 
 class Agent:
@@ -308,7 +317,7 @@ class Agent:
         if self._active is None:
             await anyio.lowlevel.checkpoint()
             return
-        await self._active.idle.wait()
+        await self._active.wait_until_settled()
 
     def reset(self) -> None:
         """Forget the transcript, the queues and the run state; an active run is not stopped."""
@@ -343,7 +352,7 @@ class Agent:
         finally:
             self._state._finish_run()
             self._active = None
-            active.idle.set()
+            active.settled()
 
     async def _handle_run_failure(self, exc: Exception, signal: AbortSignal) -> None:
         """Close out a run that raised: the failure message gets the full event lifecycle."""

@@ -82,6 +82,11 @@ class _Prepared:
 class ToolBatch:
     """Runs the tool calls of one assistant message and returns their results in source order."""
 
+    # A parallel batch's bookkeeping, set when its calls start, for ``_on_complete``.
+    _calls: list[ToolCall]
+    _slots: list[int]
+    _outcomes: list[Outcome | None]
+
     def __init__(
         self,
         *,
@@ -100,10 +105,6 @@ class ToolBatch:
         self._signal = signal
         self._abortable = abortable
         self._task_group = task_group
-        # The parallel batch's bookkeeping, for ``_on_complete``.
-        self._calls: list[ToolCall] = []
-        self._slots: list[int] = []
-        self._outcomes: list[Outcome | None] = []
         self._tools: dict[str, AgentTool] = {}
         for tool in reversed(context.tools):  # the first tool of a name wins, as upstream
             self._tools[tool.name] = tool
