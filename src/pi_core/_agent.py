@@ -401,17 +401,21 @@ class Agent:
         return self._steering.drain()
 
     def _stream_options(self) -> StreamOptions:
-        base = self.options if self.options is not None else StreamOptions()
+        base = self.options if self.options is not None else _NO_OPTIONS
         level = self._state.thinking_level
+        reasoning = None if level == "off" else level
+        session_id = self.session_id if self.session_id is not None else base.session_id
+        budgets = (
+            self.thinking_budgets if self.thinking_budgets is not None else base.thinking_budgets
+        )
+        if (
+            reasoning == base.reasoning
+            and session_id == base.session_id
+            and budgets is base.thinking_budgets
+        ):
+            return base
         return attrs.evolve(
-            base,
-            reasoning=None if level == "off" else level,
-            session_id=self.session_id if self.session_id is not None else base.session_id,
-            thinking_budgets=(
-                self.thinking_budgets
-                if self.thinking_budgets is not None
-                else base.thinking_budgets
-            ),
+            base, reasoning=reasoning, session_id=session_id, thinking_budgets=budgets
         )
 
     def _process_event(self, event: AgentEvent) -> Awaitable[None] | None:
@@ -443,6 +447,7 @@ async def _notify(
 
 
 _MISSING: Any = object()
+_NO_OPTIONS = StreamOptions()
 
 
 def _as_message(message: AgentMessage | str) -> AgentMessage:

@@ -177,7 +177,7 @@ class _Run:
         # run skips its cancel scopes altogether.
         self.abortable = signal is not None
         self.signal = signal if signal is not None else AbortSignal()
-        self._options = attrs.evolve(config.options, signal=self.signal)
+        self.options = attrs.evolve(config.options, signal=self.signal)
         self._stream = _AssistantStream(self)
         self._has_turn_hooks = (
             config.prepare_next_turn is not None or config.should_stop_after_turn is not None
@@ -300,17 +300,14 @@ class _Run:
             self.model = next_turn.model
         if next_turn.thinking_level is not None:
             level = None if next_turn.thinking_level == "off" else next_turn.thinking_level
-            self._options = attrs.evolve(self._options, reasoning=level)
+            self.options = attrs.evolve(self.options, reasoning=level)
 
-    async def stream_options(self) -> StreamOptions:
-        """The options of the next model call, with the resolved API key."""
-        get_api_key = self.config.get_api_key
-        if get_api_key is None:
-            return self._options
+    async def options_with_api_key(self, get_api_key: Callable[[str], Any]) -> StreamOptions:
+        """The options of the next model call, with the key resolved for the model's provider."""
         key = await _call(get_api_key, self.model.provider)
-        if not key or key == self._options.api_key:
-            return self._options
-        return attrs.evolve(self._options, api_key=key)
+        if not key or key == self.options.api_key:
+            return self.options
+        return attrs.evolve(self.options, api_key=key)
 
 
 class _AssistantStream:
@@ -388,7 +385,10 @@ class _AssistantStream:
         if needs_await(llm_messages):
             llm_messages = await llm_messages
         context = Context(run.context.system_prompt, llm_messages, run.context.tools)
-        options = await run.stream_options()
+        get_api_key = run.config.get_api_key
+        options = (
+            run.options if get_api_key is None else await run.options_with_api_key(get_api_key)
+        )
         try:
             events = run.config.stream_fn(run.model, context, options)
             if needs_await(events):
