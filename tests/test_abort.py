@@ -16,6 +16,7 @@ from pi_core import (
     BeforeToolCallContext,
     Model,
     TextContent,
+    ToolCall,
     ToolResultMessage,
     UserMessage,
     run_agent_loop,
@@ -397,6 +398,36 @@ async def test_abort_from_a_listener_stops_a_stream_that_never_checkpoints(kind:
     assert recorder.types[-3:] == ["message_end", "turn_end", "agent_end"]
     assert recorder.types.count("message_update") <= 1
     assert stream.open_streams == 0
+
+
+async def test_abort_from_the_model_call_itself_ends_a_stream_that_never_checkpoints() -> None:
+    # The abort lands while no event is being emitted and the stream then runs to its end
+    # without a checkpoint: the reply still ends as aborted and nothing runs after it.
+    controller = AbortController()
+    stream = ScriptedStream(
+        [scripted_reply("Hello there", ToolCall("c0", "noop", {}))], checkpoints=False
+    )
+    recorder = Recorder()
+
+    def abort_then_convert(messages: list[Any]) -> list[Any]:
+        controller.abort()
+        return messages
+
+    config = AgentLoopConfig(stream.model, stream_fn=stream, convert_to_llm=abort_then_convert)
+    with anyio.fail_after(5):
+        new = await run_agent_loop(
+            [UserMessage("go")],
+            AgentContext(tools=[make_tool("noop")]),
+            config,
+            recorder,
+            controller.signal,
+        )
+    check_event_grammar(recorder.events)
+    final = new[-1]
+    assert isinstance(final, AssistantMessage)
+    assert (final.stop_reason, final.error_message) == ("aborted", "Request was aborted")
+    assert "tool_execution_start" not in recorder.types
+    assert recorder.types[-3:] == ["message_end", "turn_end", "agent_end"]
 
 
 async def test_calls_waiting_for_the_limiter_never_start_after_an_abort() -> None:

@@ -174,7 +174,7 @@ class _Run:
             emit if iscoroutinefunction(emit) else self._emit_sync_or_async
         )
         # Tools always get a signal; without one from the caller nothing can abort, so the
-        # run skips its cancel scopes altogether.
+        # run skips its abort plumbing altogether.
         self.abortable = signal is not None
         self.signal = signal if signal is not None else AbortSignal()
         self.options = attrs.evolve(config.options, signal=self.signal)
