@@ -2,9 +2,10 @@
 
 Per turn: filter the whole history by role (as ``convert_to_llm`` must), iterate an 8-event async
 generator, emit 16 small objects to an awaited no-op callback, run one child in a fresh task
-group. Fan-out: N children sleeping 10 ms in one task group; sequential: N such task groups one
-after another. Streaming: an async generator with a checkpoint per delta. Agents: A tasks at once,
-each doing three turns whose first two children sleep 10 ms.
+group, and add the turn's two messages to the history. Fan-out: N children sleeping 10 ms in one
+task group; sequential: N such task groups one after another. Streaming: an async generator with
+a checkpoint per delta. Agents: A tasks at once, each doing three turns whose first two children
+sleep 10 ms.
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ from .scenarios import LLM_ROLES, Run
 __all__ = ["prepare"]
 
 _USER = UserMessage("go")
-_ASSISTANT = AssistantMessage([TextContent("abc")], "bench", "bench", "bench")
-_TOOL_RESULT = ToolResultMessage("call_0", "noop", [TextContent("ok")])
 _EMITS_PER_TURN = 16
 
 Child = Callable[..., Coroutine[Any, Any, Any]]
@@ -68,8 +67,10 @@ async def _turn(history: list[AgentMessage], sink: _Sink, child: Child, *args: A
         await sink.emit(_Tiny(index))
     async with anyio.create_task_group() as tg:
         tg.start_soon(child, *args)
-    history.append(_ASSISTANT)
-    history.append(_TOOL_RESULT)
+    # New messages each turn, as a transcript has: a history of two shared objects would keep
+    # the filter in the CPU cache, which no real history of thousands of messages is.
+    history.append(AssistantMessage([TextContent("abc")], "bench", "bench", "bench"))
+    history.append(ToolResultMessage("call_0", "noop", [TextContent("ok")]))
 
 
 async def _three_turns(sink: _Sink, child: Child, *args: Any) -> None:
