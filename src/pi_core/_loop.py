@@ -7,7 +7,7 @@ run then closes out in order, outside the cancelled scope.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
 from contextlib import AbstractAsyncContextManager
 from inspect import iscoroutinefunction
 from typing import Any, cast
@@ -169,7 +169,9 @@ class _Run:
         self.new_messages = new_messages
         self.emit_now = emit
         """The caller's emit as it is: call it, then await what it returns unless that is None."""
-        # An async emit (agent_loop's stream) is awaited as it is: one frame less for every event.
+        # What the run awaits is what the caller's emit returns: an async emit's coroutine, the
+        # awaitable of the Agent's listener, or for None an awaitable already done; the run adds
+        # no coroutine of its own to any event.
         self.emit: Callable[[AgentEvent], Awaitable[None]] = (
             emit if iscoroutinefunction(emit) else self._emit_sync_or_async
         )
@@ -203,10 +205,9 @@ class _Run:
             # An abort cut the model stream by cancelling the group: close out outside it.
             await self._end(await self._stream.finish(self._stream.aborted_message()))
 
-    async def _emit_sync_or_async(self, event: AgentEvent) -> None:
+    def _emit_sync_or_async(self, event: AgentEvent) -> Awaitable[None]:
         returned = self.emit_now(event)
-        if returned is not None:
-            await returned
+        return _DONE if returned is None else returned
 
     # --- turns ----------------------------------------------------------------------------------
 
@@ -465,6 +466,18 @@ class _AssistantStream:
         final.stop_reason = stop_reason
         final.error_message = error_message
         return final
+
+
+class _Done:
+    """An awaitable that is already done: what awaiting a sync emit's ``None`` amounts to."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return iter(())  # type: ignore[return-value]  # an empty iterator: done at once
+
+
+_DONE = _Done()
 
 
 async def _call(hook: Callable[..., Any], *args: Any) -> Any:
