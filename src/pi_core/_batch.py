@@ -82,6 +82,20 @@ class _Prepared:
 class ToolBatch:
     """Runs the tool calls of one assistant message and returns their results in source order."""
 
+    __slots__ = (
+        "_abortable",
+        "_calls",
+        "_config",
+        "_context",
+        "_emit",
+        "_message",
+        "_outcomes",
+        "_signal",
+        "_slots",
+        "_task_group",
+        "_tools",
+    )
+
     # A parallel batch's bookkeeping, set when its calls start, for ``_on_complete``.
     _calls: list[ToolCall]
     _slots: list[int]

@@ -155,6 +155,21 @@ def check_can_continue(context: AgentContext) -> None:
 class _Run:
     """The state of one run: its working context, new messages, options and abort plumbing."""
 
+    __slots__ = (
+        "_has_turn_hooks",
+        "_stream",
+        "abortable",
+        "config",
+        "context",
+        "emit",
+        "emit_now",
+        "model",
+        "new_messages",
+        "options",
+        "signal",
+        "task_group",
+    )
+
     def __init__(
         self,
         context: AgentContext,
