@@ -21,16 +21,8 @@ from typing import Any
 from . import node_bridge, runner
 from .case import profile
 from .plot import plot_growth
-from .scenarios import SPECS
+from .scenarios import QUICK, SPECS
 
-QUICK: dict[str, tuple[int, ...]] = {
-    "turns": (200,),
-    "fanout": (10, 100, 1000),
-    "sequential": (20,),
-    "streaming": (10_000,),
-    "agents": (100,),
-    "memory": (1000,),
-}
 SWEEP: dict[str, tuple[int, ...]] = {
     "turns": (250, 500, 1000, 2000, 4000),
     "fanout": (10, 100, 1000, 5000),

@@ -27,18 +27,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .runner import BACKENDS, REPO, RESULTS
-from .scenarios import SPECS
+from .scenarios import QUICK, SPECS
 
 __all__ = ["Count", "count", "instructions_of", "main", "units_of_work"]
 
-QUICK_SIZES: dict[str, tuple[int, ...]] = {
-    "turns": (200,),
-    "fanout": (100, 1000),
-    "sequential": (20,),
-    "streaming": (10_000,),
-    "agents": (100,),
-    "memory": (1000,),
-}
 _TIMES = "\N{MULTIPLICATION SIGN}"
 _NONE = "\N{EN DASH}"
 _REFS = re.compile(r"I\s+refs:\s+([\d,]+)")
@@ -139,8 +131,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     impls = ("pi_core",) if args.no_floor else ("pi_core", "floor")
     counts = []
-    for scenario in args.scenario or list(QUICK_SIZES):
-        for n in args.size or QUICK_SIZES[scenario]:
+    for scenario in args.scenario or list(QUICK):
+        for n in args.size or QUICK[scenario]:
             for backend in args.backend or BACKENDS:
                 for impl in impls:
                     print(f"{impl} {scenario} n={n} {backend}", file=sys.stderr)

@@ -44,7 +44,7 @@ from pi_core import (
 )
 from pi_core.nursery import AbortSignal
 
-__all__ = ["SPECS", "Run", "Spec", "prepare"]
+__all__ = ["QUICK", "SPECS", "Run", "Spec", "prepare"]
 
 Run = Callable[[], Awaitable[int]]
 """One timed run of a scenario; returns the number of events it emitted."""
@@ -122,6 +122,16 @@ SPECS: dict[str, Spec] = {
         ),
     )
 }
+
+QUICK: dict[str, tuple[int, ...]] = {
+    "turns": (200,),
+    "fanout": (10, 100, 1000),
+    "sequential": (20,),
+    "streaming": (10_000,),
+    "agents": (100,),
+    "memory": (1000,),
+}
+"""Smaller sizes, for ``--quick`` runs and for counting instructions under valgrind."""
 
 # --- the model, the tools, the scripted replies --------------------------------------------------
 

@@ -222,7 +222,7 @@ class _Run:
 
     def _emit_sync_or_async(self, event: AgentEvent) -> Awaitable[None]:
         returned = self.emit_now(event)
-        return _DONE if returned is None else returned
+        return _READY if returned is None else returned
 
     # --- turns ----------------------------------------------------------------------------------
 
@@ -483,7 +483,7 @@ class _AssistantStream:
         return final
 
 
-class _Done:
+class _Ready:
     """An awaitable that is already done: what awaiting a sync emit's ``None`` amounts to."""
 
     __slots__ = ()
@@ -492,7 +492,7 @@ class _Done:
         return iter(())  # type: ignore[return-value]  # an empty iterator: done at once
 
 
-_DONE = _Done()
+_READY = _Ready()
 
 
 async def _call(hook: Callable[..., Any], *args: Any) -> Any:
