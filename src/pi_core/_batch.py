@@ -8,7 +8,6 @@ results follow source order.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -61,16 +60,49 @@ def _exception_text(exc: BaseException) -> str:
 
 
 class _Prepared:
-    """A call that passed preflight and is ready to execute."""
+    """A call that passed preflight: the job its batch fans out, and the tool's ``on_update``.
 
-    __slots__ = ("args", "call", "post", "tool")
+    One object does both, so a call in flight costs no partial and no bound method of the batch.
+    """
 
-    def __init__(self, call: ToolCall, tool: AgentTool, args: Any) -> None:
+    __slots__ = ("args", "batch", "call", "post", "tool")
+
+    def __init__(self, batch: ToolBatch, call: ToolCall, tool: AgentTool, args: Any) -> None:
+        self.batch = batch
         self.call = call
         self.tool = tool
         self.args = args
         self.post: Post[AgentEvent] | None = None
         """The running call's way to the parent, set when it starts."""
+
+    async def __call__(self, post: Post[AgentEvent]) -> Outcome:
+        """Execute the call, then let ``after_tool_call`` amend the outcome.
+
+        Written out in one coroutine: this is the frame every call in flight holds.
+        """
+        batch = self.batch
+        if batch._abortable and batch._aborted():
+            # A call that waited for the limiter must not start at all after an abort; one that
+            # runs is cancelled by it (see ``ToolBatch._fan_out``).
+            return _aborted_outcome()
+        self.post = post
+        call, tool = self.call, self.tool
+        returned: object = _TIMED_OUT
+        try:
+            if tool.timeout is None:
+                returned = await tool.execute(call.id, self.args, batch._signal, self.on_update)
+            else:
+                with anyio.move_on_after(tool.timeout):
+                    returned = await tool.execute(call.id, self.args, batch._signal, self.on_update)
+            outcome = _as_outcome(tool, returned)
+        except Exception as exc:
+            outcome = error_result(_exception_text(exc)), True
+        if batch._config.after_tool_call is None:
+            return outcome
+        try:
+            return await batch._after_tool_call(self, *outcome)
+        except Exception as exc:
+            return error_result(_exception_text(exc)), True
 
     def on_update(self, partial: AgentToolResult) -> None:
         """The ``on_update`` the tool gets: a ``tool_execution_update`` for the parent to emit."""
@@ -160,7 +192,7 @@ class ToolBatch:
             await self._emit(ToolExecutionStart(call.id, call.name, call.arguments))
             prepared = await self._preflight(call)
             if isinstance(prepared, _Prepared):
-                [outcome] = await self._fan_out([self._job(prepared)])
+                [outcome] = await self._fan_out([prepared])
             else:
                 outcome = prepared
             await self._emit(ToolExecutionEnd(call.id, call.name, *outcome))
@@ -173,13 +205,13 @@ class ToolBatch:
     async def _run_parallel(self, calls: list[ToolCall]) -> list[Outcome]:
         """Sequential preflight, then every prepared call as a child task of the run's group."""
         outcomes: list[Outcome | None] = [None] * len(calls)
-        jobs = []
+        jobs: list[_Prepared] = []
         slots: list[int] = []
         for index, call in enumerate(calls):
             await self._emit(ToolExecutionStart(call.id, call.name, call.arguments))
             prepared = await self._preflight(call)
             if isinstance(prepared, _Prepared):
-                jobs.append(self._job(prepared))
+                jobs.append(prepared)
                 slots.append(index)
             else:
                 outcomes[index] = prepared
@@ -221,7 +253,7 @@ class ToolBatch:
             return _aborted_outcome()
         if verdict is not None and verdict.block:
             return error_result(verdict.reason or "Tool execution was blocked"), True
-        return _Prepared(call, tool, args)
+        return _Prepared(self, call, tool, args)
 
     def _aborted(self) -> bool:
         return self._signal.aborted
@@ -254,27 +286,9 @@ class ToolBatch:
 
     # --- execute and finalize -------------------------------------------------------------------
 
-    def _job(self, prepared: _Prepared) -> Callable[[Post[AgentEvent]], Awaitable[Outcome]]:
-        finish = self._execute if self._config.after_tool_call is None else self._finish
-        if not self._abortable:
-            return functools.partial(finish, prepared)
-        return functools.partial(self._unless_aborted, finish, prepared)
-
-    async def _unless_aborted(
-        self,
-        finish: Callable[[_Prepared, Post[AgentEvent]], Awaitable[Outcome]],
-        prepared: _Prepared,
-        post: Post[AgentEvent],
-    ) -> Outcome:
-        # A call that waited for the limiter must not start at all after an abort; one that
-        # runs is cancelled by it (see ``_fan_out``).
-        if self._aborted():
-            return _aborted_outcome()
-        return await finish(prepared, post)
-
     def _fan_out(
         self,
-        jobs: list[Callable[[Post[AgentEvent]], Awaitable[Outcome]]],
+        jobs: list[_Prepared],
         on_complete: Callable[[int, Outcome], Awaitable[None]] | None = None,
         limiter: anyio.CapacityLimiter | None = None,
     ) -> Awaitable[list[Outcome]]:
@@ -288,31 +302,6 @@ class ToolBatch:
             signal=self._signal if self._abortable else None,
             aborted=_aborted_outcome,
         )
-
-    async def _finish(self, prepared: _Prepared, post: Post[AgentEvent]) -> Outcome:
-        """Execute, then let ``after_tool_call`` amend the outcome."""
-        result, is_error = await self._execute(prepared, post)
-        try:
-            return await self._after_tool_call(prepared, result, is_error)
-        except Exception as exc:
-            return error_result(_exception_text(exc)), True
-
-    async def _execute(self, prepared: _Prepared, post: Post[AgentEvent]) -> Outcome:
-        call, tool = prepared.call, prepared.tool
-        prepared.post = post
-        on_update = prepared.on_update
-        timeout = tool.timeout
-        try:
-            if timeout is None:
-                returned = await tool.execute(call.id, prepared.args, self._signal, on_update)
-            else:
-                with anyio.move_on_after(timeout) as deadline:
-                    returned = await tool.execute(call.id, prepared.args, self._signal, on_update)
-                if deadline.cancelled_caught:
-                    return error_result(f"Tool {tool.name} timed out after {timeout:g} s"), True
-            return _as_result(tool, returned), False
-        except Exception as exc:
-            return error_result(_exception_text(exc)), True
 
     async def _after_tool_call(
         self, prepared: _Prepared, result: AgentToolResult, is_error: bool
@@ -336,11 +325,17 @@ def tool_result_message(call: ToolCall, outcome: Outcome) -> ToolResultMessage:
     return ToolResultMessage(call.id, call.name, result.content, result.details, is_error)
 
 
-def _as_result(tool: AgentTool, returned: object) -> AgentToolResult:
+_TIMED_OUT: Any = object()
+"""What a call returned when its ``timeout`` cut it short."""
+
+
+def _as_outcome(tool: AgentTool, returned: object) -> Outcome:
     if isinstance(returned, AgentToolResult):
-        return returned
+        return returned, False
     if isinstance(returned, str):
-        return AgentToolResult([TextContent(returned)])
+        return AgentToolResult([TextContent(returned)]), False
+    if returned is _TIMED_OUT:
+        return error_result(f"Tool {tool.name} timed out after {tool.timeout:g} s"), True
     raise TypeError(
         f"Tool {tool.name} returned {type(returned).__name__}, expected AgentToolResult or str"
     )
