@@ -223,11 +223,12 @@ class ToolBatch:
             await self._fan_out(jobs, self._on_complete, limiter)
         return outcomes  # type: ignore[return-value]  # every slot is filled by now
 
-    async def _on_complete(self, job_index: int, outcome: Outcome) -> None:
+    def _on_complete(self, job_index: int, outcome: Outcome) -> Awaitable[None]:
+        # What the fan-out awaits is the emit itself: no coroutine of the batch's per call.
         index = self._slots[job_index]
         self._outcomes[index] = outcome
         call = self._calls[index]
-        await self._emit(ToolExecutionEnd(call.id, call.name, *outcome))
+        return self._emit(ToolExecutionEnd(call.id, call.name, *outcome))
 
     async def _emit_result(self, message: ToolResultMessage) -> None:
         await self._emit(MessageStart(message))

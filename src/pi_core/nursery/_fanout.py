@@ -41,24 +41,24 @@ class _Mailbox:
     stream, whose clones, closes and end-of-stream exceptions a batch would pay for every time.
     """
 
-    __slots__ = ("_items", "_waiter")
+    __slots__ = ("_waiter", "items")
 
     def __init__(self) -> None:
-        self._items: deque[object] = deque()
+        self.items: deque[object] = deque()
         self._waiter: anyio.Event | None = None
 
     def post(self, item: object) -> None:
-        self._items.append(item)
+        self.items.append(item)
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
             waiter.set()
 
-    async def next(self) -> object:
-        while not self._items:
+    async def wait(self) -> None:
+        """Return once something was posted (at once if something is there)."""
+        while not self.items:
             self._waiter = waiter = anyio.Event()
             await waiter.wait()
-        return self._items.popleft()
 
 
 async def fan_out(
@@ -161,8 +161,11 @@ async def _handle_all(
 ) -> None:
     running = len(results)
     try:
+        items = mailbox.items
         while running:
-            item = await mailbox.next()
+            if not items:
+                await mailbox.wait()
+            item = items.popleft()
             if type(item) is _Done:
                 running -= 1
                 results[item.index] = item.result
