@@ -30,7 +30,7 @@ from ._hooks import (
     check_tool_execution,
     default_convert_to_llm,
 )
-from ._loop import run_agent_loop, run_agent_loop_continue
+from ._loop import READY, run_loop
 from ._messages import (
     AgentContext,
     AgentMessage,
@@ -295,7 +295,7 @@ class Agent:
         if not messages:
             raise ValueError("No messages to continue from")
         if messages[-1].role != "assistant":
-            await self._run(None)
+            await self._run(())  # no prompts: continue from the transcript
             return
         steering = self._steering.drain()
         if steering:
@@ -327,7 +327,7 @@ class Agent:
     # --- the run lifecycle ----------------------------------------------------------------------
 
     async def _run(
-        self, prompts: list[AgentMessage] | None, *, skip_initial_steering_poll: bool = False
+        self, prompts: Sequence[AgentMessage], *, skip_initial_steering_poll: bool = False
     ) -> None:
         """Run the loop on ``prompts``, or continue from the transcript when there are none."""
         active = self._active = _ActiveRun(skip_initial_steering_poll)
@@ -339,14 +339,7 @@ class Agent:
                 # hook may change the context's list in place.
                 state = self._state
                 context = AgentContext(state.system_prompt, state.messages, list(state.tools))
-                if prompts is None:
-                    await run_agent_loop_continue(
-                        context, config, self._process_event, active.signal
-                    )
-                else:
-                    await run_agent_loop(
-                        prompts, context, config, self._process_event, active.signal
-                    )
+                await run_loop(prompts, context, config, self._process_event, active.signal)
             except Exception as exc:
                 await self._handle_run_failure(exc, active.signal)
         finally:
@@ -371,9 +364,7 @@ class Agent:
             TurnEnd(failure, []),
             AgentEnd([failure]),
         ):
-            returned = self._process_event(event)
-            if returned is not None:
-                await returned
+            await self._process_event(event)
 
     def _loop_config(self) -> AgentLoopConfig:
         return AgentLoopConfig(
@@ -418,7 +409,7 @@ class Agent:
             base, reasoning=reasoning, session_id=session_id, thinking_budgets=budgets
         )
 
-    def _process_event(self, event: AgentEvent) -> Awaitable[None] | None:
+    def _process_event(self, event: AgentEvent) -> Awaitable[None]:
         """Reduce the state for the event; what the run awaits then calls every listener in order.
 
         With one listener (the usual case) that is the listener's own awaitable: the run awaits
@@ -431,10 +422,9 @@ class Agent:
         self._state._reduce(event, signal)
         listeners = self._listener_tuple
         if len(listeners) == 1:
-            return listeners[0](event, signal)
-        if listeners:
-            return _notify(listeners, event, signal)
-        return None
+            returned = listeners[0](event, signal)
+            return READY if returned is None else returned
+        return _notify(listeners, event, signal) if listeners else READY
 
 
 async def _notify(

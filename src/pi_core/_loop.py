@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Sequence
 from contextlib import AbstractAsyncContextManager
 from inspect import iscoroutinefunction
-from typing import Any, cast
+from typing import Any, Final, cast
 
 import anyio
 import anyio.lowlevel
@@ -56,6 +56,9 @@ _NO_TERMINAL_TEXT = "Stream ended without a terminal event"
 Emit = Callable[[AgentEvent], "Awaitable[None] | None"]
 """``emit(event)``: sync or async; awaited before the run goes on."""
 
+AwaitingEmit = Callable[[AgentEvent], Awaitable[None]]
+"""An emit as a run calls it: whatever it returns is awaited."""
+
 
 class AgentEventStream(EventStream[AgentEvent, list[AgentMessage]]):
     """The events of a run, as handed out by :func:`agent_loop`.
@@ -79,10 +82,7 @@ async def run_agent_loop(
     ``emit`` receives every event in one total order and is awaited before the run goes on. The
     caller's ``context.messages`` list is not changed.
     """
-    run = _Run(context, config, emit, signal, list(prompts))
-    run.context.messages.extend(prompts)
-    await run.run(prompts)
-    return run.new_messages
+    return await run_loop(prompts, context, config, awaiting(emit), signal)
 
 
 async def run_agent_loop_continue(
@@ -97,9 +97,37 @@ async def run_agent_loop_continue(
         ValueError: the context is empty, or ends with an assistant message.
     """
     check_can_continue(context)
-    run = _Run(context, config, emit, signal, [])
-    await run.run(())
+    return await run_loop((), context, config, awaiting(emit), signal)
+
+
+async def run_loop(
+    prompts: Sequence[AgentMessage],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: AwaitingEmit,
+    signal: AbortSignal | None,
+) -> list[AgentMessage]:
+    """Run on ``prompts``, or continue from ``context`` when there are none (checked already).
+
+    What ``emit`` returns is awaited as it is: the run adds no coroutine of its own to any event.
+    """
+    run = _Run(context, config, emit, signal, list(prompts))
+    run.context.messages.extend(prompts)
+    await run.run(prompts)
     return run.new_messages
+
+
+def awaiting(emit: Emit) -> AwaitingEmit:
+    """``emit`` as a run calls it: an async one as it is, a sync one wrapped so that its ``None``
+    becomes :data:`READY`."""
+    if iscoroutinefunction(emit):
+        return emit
+
+    def call(event: AgentEvent) -> Awaitable[None]:
+        returned = emit(event)
+        return READY if returned is None else returned
+
+    return call
 
 
 def agent_loop(
@@ -162,7 +190,6 @@ class _Run:
         "config",
         "context",
         "emit",
-        "emit_now",
         "model",
         "new_messages",
         "options",
@@ -174,7 +201,7 @@ class _Run:
         self,
         context: AgentContext,
         config: AgentLoopConfig,
-        emit: Emit,
+        emit: AwaitingEmit,
         signal: AbortSignal | None,
         new_messages: list[AgentMessage],
     ) -> None:
@@ -182,14 +209,7 @@ class _Run:
         self.config = config
         self.model = config.model
         self.new_messages = new_messages
-        self.emit_now = emit
-        """The caller's emit as it is: call it, then await what it returns unless that is None."""
-        # What the run awaits is what the caller's emit returns: an async emit's coroutine, the
-        # awaitable of the Agent's listener, or for None an awaitable already done; the run adds
-        # no coroutine of its own to any event.
-        self.emit: Callable[[AgentEvent], Awaitable[None]] = (
-            emit if iscoroutinefunction(emit) else self._emit_sync_or_async
-        )
+        self.emit = emit
         # Tools always get a signal; without one from the caller nothing can abort, so the
         # run skips its abort plumbing altogether.
         self.abortable = signal is not None
@@ -219,10 +239,6 @@ class _Run:
         if self._stream.cut:
             # An abort cut the model stream by cancelling the group: close out outside it.
             await self._end(await self._stream.finish(self._stream.aborted_message()))
-
-    def _emit_sync_or_async(self, event: AgentEvent) -> Awaitable[None]:
-        returned = self.emit_now(event)
-        return _READY if returned is None else returned
 
     # --- turns ----------------------------------------------------------------------------------
 
@@ -420,7 +436,7 @@ class _AssistantStream:
                 await aclose()
 
     async def _consume(self, iterator: AsyncIterator[AssistantMessageEvent]) -> AssistantMessage:
-        emit = self._run.emit_now
+        emit = self._run.emit
         next_event = iterator.__anext__
         while True:
             try:
@@ -446,9 +462,7 @@ class _AssistantStream:
             # The hottest path of a run: the emit is inlined, and so is the abort deferral.
             self._emitting = True
             try:
-                returned = emit(agent_event)
-                if returned is not None:
-                    await returned
+                await emit(agent_event)
             finally:
                 self._emitting = False
             if self._cancel_deferred:
@@ -484,7 +498,7 @@ class _AssistantStream:
 
 
 class _Ready:
-    """An awaitable that is already done: what awaiting a sync emit's ``None`` amounts to."""
+    """An awaitable that is already done: what a sync emit's ``None`` becomes."""
 
     __slots__ = ()
 
@@ -492,7 +506,7 @@ class _Ready:
         return iter(())  # type: ignore[return-value]  # an empty iterator: done at once
 
 
-_READY = _Ready()
+READY: Final = _Ready()
 
 
 async def _call(hook: Callable[..., Any], *args: Any) -> Any:
