@@ -142,6 +142,33 @@ async def test_continue_emits_no_prompt_events() -> None:
     assert [m.role for m in new] == ["assistant"]
 
 
+async def test_a_sync_emit_returning_an_awaitable_is_awaited_before_the_next_event() -> None:
+    provider = faux()
+    provider.set_responses(
+        [faux_assistant_message([faux_tool_call("a", {})]), faux_assistant_message("done")]
+    )
+    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)
+    kinds: list[str] = []
+    unsettled: list[str] = []  # events whose awaitable was handed back and has not finished
+
+    async def settle(kind: str) -> None:
+        await anyio.lowlevel.checkpoint()
+        unsettled.remove(kind)
+
+    def emit(event: Any) -> Any:
+        assert not unsettled, f"{event.type} emitted before {unsettled} was awaited"
+        kinds.append(event.type)
+        if len(kinds) % 2:  # every other event hands back None, which needs no awaiting
+            return None
+        unsettled.append(event.type)
+        return settle(event.type)
+
+    await run_agent_loop([user("go")], AgentContext(tools=[make_tool("a")]), config, emit)
+    assert not unsettled
+    assert kinds[0] == "agent_start" and kinds[-1] == "agent_end"
+    assert "tool_execution_end" in kinds
+
+
 async def test_steering_polled_at_start_is_injected_before_first_call() -> None:
     provider = faux()
     seen: list[list[str]] = []
