@@ -9,6 +9,8 @@ nox.options.sessions = ["tests", "tests_asyncio_only", "lint", "typing"]
 nox.options.reuse_existing_virtualenvs = True
 
 PYTHON = ["3.11"]
+OTHER_PYTHONS = ["3.10", "3.12", "3.13"]
+"""The other Pythons pi_core supports; ``tests_other_pythons`` runs on those that are installed."""
 
 
 def _install_group(session: nox.Session, *groups: str) -> None:
@@ -34,6 +36,14 @@ def tests_asyncio_only(session: nox.Session) -> None:
         "-c",
         "import importlib.util, pi_core; assert not importlib.util.find_spec('trio')",
     )
+    session.run("pytest", "-q", *session.posargs)
+
+
+@nox.session(python=OTHER_PYTHONS)
+def tests_other_pythons(session: nox.Session) -> None:
+    """The suite on Python 3.10, 3.12 and 3.13 (``--no-error-on-missing-interpreters`` skips
+    the ones this machine lacks)."""
+    _install_group(session, "test")
     session.run("pytest", "-q", *session.posargs)
 
 

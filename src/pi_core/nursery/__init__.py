@@ -25,6 +25,8 @@ __all__ = (
 
 for _name in __all__:
     _obj = globals()[_name]
-    if isinstance(_obj, type) or (callable(_obj) and hasattr(_obj, "__code__")):
+    # Only what a private module here defines: the aliases (Job, Post) keep their own module, and
+    # on Python 3.10 a generic alias even passes for a class but refuses a new ``__module__``.
+    if getattr(_obj, "__module__", "").startswith(f"{__name__}._"):
         _obj.__module__ = __name__  # the public path, for reprs and docs
 del _name, _obj
