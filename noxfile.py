@@ -47,6 +47,13 @@ def tests_other_pythons(session: nox.Session) -> None:
     session.run("pytest", "-q", *session.posargs)
 
 
+@nox.session(python=PYTHON, venv_backend="uv")
+def tests_lowest(session: nox.Session) -> None:
+    """The suite against the lowest versions pyproject allows (uv's lowest-direct resolution)."""
+    session.install("--resolution", "lowest-direct", "-e", ".[trio,server,testing]", "pytest>=8.3")
+    session.run("pytest", "-q", *session.posargs)
+
+
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff check and ruff format --check."""
