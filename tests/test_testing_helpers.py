@@ -4,6 +4,8 @@ run harness and the strategies."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any, get_args
 
@@ -623,3 +625,21 @@ def test_call_outcomes_are_listed() -> None:
     assert set(get_args(CallOutcome)) == {
         "succeed", "terminate", "fail", "timeout", "unknown", "invalid", "blocked",
     }  # fmt: skip
+
+
+def test_everything_but_the_strategies_works_without_hypothesis() -> None:
+    script = """
+import sys
+sys.modules["hypothesis"] = None  # as if it were not installed
+from pi_core.testing import ScriptedStream, ToolScript, check_event_grammar, check_transcript
+try:
+    from pi_core.testing import scripted_runs
+except ImportError as exc:
+    print(exc)
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == (
+        "pi_core.testing.scripted_runs needs hypothesis: pip install 'pi-core[testing]'"
+    )
