@@ -5,7 +5,8 @@ carrying a snapshot of the reply so far, and :func:`terminal` gives the event th
 text estimates follow upstream's serialization (a token is four characters): the text a block
 streams, and the prompt a context makes for usage and the prompt-cache simulation.
 :class:`~pi_core.providers.faux.FauxProvider` keeps the state — the queue, the chunk generator,
-the pacing and the prompt cache — and uses these.
+the pacing and the prompt cache — and uses these; :class:`~pi_core.testing.ScriptedStream` streams
+its replies with :class:`PartialReply` too.
 """
 
 from __future__ import annotations

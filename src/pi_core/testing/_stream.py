@@ -14,21 +14,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 import anyio
 import anyio.lowlevel
 
-from .._events import (
-    AssistantMessageEvent,
-    StreamDone,
-    StreamError,
-    StreamStart,
-    TextDelta,
-    TextEnd,
-    TextStart,
-    ThinkingDelta,
-    ThinkingEnd,
-    ThinkingStart,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
-)
+from .._events import AssistantMessageEvent, StreamStart
 from .._messages import (
     AssistantContent,
     AssistantMessage,
@@ -40,6 +26,7 @@ from .._messages import (
     ToolCall,
 )
 from .._options import StreamOptions
+from ..providers._faux_stream import PartialReply, terminal
 
 __all__ = ["ScriptedStream", "scripted_reply"]
 
@@ -162,29 +149,14 @@ class ScriptedStream:
 
 def _events_of(reply: AssistantMessage, chunk_size: int) -> Iterator[AssistantMessageEvent]:
     """The stream protocol events of ``reply``, each with its own snapshot of the partial."""
-    content: list[AssistantContent] = []
-
-    def snapshot() -> AssistantMessage:
-        partial = reply.shallow_copy()
-        partial.content = list(content)
-        return partial
-
-    yield StreamStart(snapshot())
+    partial = PartialReply(reply)
+    yield StreamStart(partial.snapshot())
     for index, block in enumerate(reply.content):
-        content.append(_empty_like(block))
-        yield _start_event(block, index, snapshot())
-        so_far = ""
+        yield partial.open_block(index, block)
         for chunk in _chunks(_streamed_text(block), chunk_size):
-            so_far += chunk
-            if not isinstance(block, ToolCall):  # a call's arguments appear whole at its end
-                content[index] = _empty_like(block, so_far)
-            yield _delta_event(block, index, chunk, snapshot())
-        content[index] = copy.copy(block)
-        yield _end_event(block, index, snapshot())
-    if reply.stop_reason == "error" or reply.stop_reason == "aborted":
-        yield StreamError(reply.stop_reason, reply)
-    else:
-        yield StreamDone(reply.stop_reason, reply)
+            yield partial.add_chunk(index, block, chunk)
+        yield partial.close_block(index, block)
+    yield terminal(reply)
 
 
 def _chunks(text: str, size: int) -> list[str]:
@@ -197,41 +169,3 @@ def _streamed_text(block: AssistantContent) -> str:
     if isinstance(block, ThinkingContent):
         return block.thinking
     return json.dumps(block.arguments)
-
-
-def _empty_like(block: AssistantContent, text: str = "") -> AssistantContent:
-    if isinstance(block, TextContent):
-        return TextContent(text)
-    if isinstance(block, ThinkingContent):
-        return ThinkingContent(text, redacted=block.redacted)
-    return ToolCall(block.id, block.name, {})
-
-
-def _start_event(
-    block: AssistantContent, index: int, partial: AssistantMessage
-) -> AssistantMessageEvent:
-    if isinstance(block, TextContent):
-        return TextStart(index, partial)
-    if isinstance(block, ThinkingContent):
-        return ThinkingStart(index, partial)
-    return ToolCallStart(index, partial)
-
-
-def _delta_event(
-    block: AssistantContent, index: int, chunk: str, partial: AssistantMessage
-) -> AssistantMessageEvent:
-    if isinstance(block, TextContent):
-        return TextDelta(index, chunk, partial)
-    if isinstance(block, ThinkingContent):
-        return ThinkingDelta(index, chunk, partial)
-    return ToolCallDelta(index, chunk, partial)
-
-
-def _end_event(
-    block: AssistantContent, index: int, partial: AssistantMessage
-) -> AssistantMessageEvent:
-    if isinstance(block, TextContent):
-        return TextEnd(index, block.text, partial)
-    if isinstance(block, ThinkingContent):
-        return ThinkingEnd(index, block.thinking, partial)
-    return ToolCallEnd(index, block, partial)
