@@ -11,7 +11,7 @@ import anyio
 from anyio import TaskHandle
 from anyio.abc import TaskGroup
 
-from ._abort import AbortSignal
+from ._abort import AbortSignal, _nothing
 from ._groups import unwrap_single_exception
 
 __all__ = ["Job", "Post", "fan_out"]
@@ -175,10 +175,6 @@ async def _handle_all(
                 await on_message(item)  # type: ignore[arg-type]
     finally:
         unregister()
-
-
-def _nothing() -> None:
-    return None
 
 
 class _Poster:
