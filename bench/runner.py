@@ -286,7 +286,7 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "anyio": version("anyio"),
         "trio": _version_or_none("trio"),
-        "pi_core": _version_or_none("pi-core"),
+        "pi_core": _version_or_none("pi-agent-core-py"),
         "revision": _revision(),
         "node": node_bridge.node_version(),
         "pi_agent_core": node_bridge.PINNED,

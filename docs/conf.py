@@ -13,7 +13,7 @@ project = "pi_core"
 author = "pi_core developers"
 copyright = "pi_core developers"
 try:
-    release = importlib.metadata.version("pi-core")
+    release = importlib.metadata.version("pi-agent-core-py")
 except importlib.metadata.PackageNotFoundError:
     release = "unknown"
 version = release

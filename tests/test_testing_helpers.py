@@ -641,5 +641,5 @@ except ImportError as exc:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip() == (
-        "pi_core.testing.scripted_runs needs hypothesis: pip install 'pi-core[testing]'"
+        "pi_core.testing.scripted_runs needs hypothesis: pip install 'pi-agent-core-py[testing]'"
     )

@@ -47,7 +47,7 @@ class Peer:
 
 
 PEERS: tuple[Peer, ...] = (
-    Peer("pi_core", "pi_core", "pi-core", "run_agent_loop, streamed", None),
+    Peer("pi_core", "pi_core", "pi-agent-core-py", "run_agent_loop, streamed", None),
     Peer(
         "pydantic-ai/streamed",
         "pydantic-ai",

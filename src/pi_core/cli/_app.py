@@ -152,7 +152,7 @@ def _add_backend(group: Any) -> None:
 
 def _dispatch(args: argparse.Namespace) -> int:
     if args.backend == "trio" and importlib.util.find_spec("trio") is None:
-        raise UsageError("--backend trio needs trio: pip install 'pi-core[trio]'")
+        raise UsageError("--backend trio needs trio: pip install 'pi-agent-core-py[trio]'")
     if args.command == "serve-proxy":
         token = proxy_token(args.token_env)
         serve = functools.partial(serve_proxy, args.host, args.port, token, args.backend)

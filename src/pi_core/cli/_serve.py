@@ -91,7 +91,9 @@ def _hypercorn_config(host: str, port: int) -> Any:
     try:
         from hypercorn.config import Config
     except ImportError:
-        raise UsageError("serve-proxy needs hypercorn: pip install 'pi-core[server]'") from None
+        raise UsageError(
+            "serve-proxy needs hypercorn: pip install 'pi-agent-core-py[server]'"
+        ) from None
     config = Config()
     config.bind = [f"{host}:{port}"]
     return config

@@ -74,7 +74,7 @@ def __getattr__(name: str) -> Any:
         if exc.name != "hypothesis":
             raise
         raise ImportError(
-            f"pi_core.testing.{name} needs hypothesis: pip install 'pi-core[testing]'"
+            f"pi_core.testing.{name} needs hypothesis: pip install 'pi-agent-core-py[testing]'"
         ) from exc
     publish_module_names(vars(_strategies), _STRATEGIES, __name__)
     globals().update({strategy: getattr(_strategies, strategy) for strategy in _STRATEGIES})
