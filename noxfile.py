@@ -50,7 +50,9 @@ def tests_other_pythons(session: nox.Session) -> None:
 @nox.session(python=PYTHON, venv_backend="uv")
 def tests_lowest(session: nox.Session) -> None:
     """The suite against the lowest versions pyproject allows (uv's lowest-direct resolution)."""
-    session.install("--resolution", "lowest-direct", "-e", ".[trio,server,testing]", "pytest>=8.3")
+    session.install(
+        "--resolution", "lowest-direct", "-e", ".[trio,server,testing,durable]", "pytest>=8.3"
+    )
     session.run("pytest", "-q", *session.posargs)
 
 

@@ -1,0 +1,161 @@
+"""A throwaway PostgreSQL server on 127.0.0.1, started from the machine's own binaries.
+
+The durable tests (and ``python -m bench.durable``) need a real Postgres: :func:`start_postgres`
+runs ``initdb`` and ``pg_ctl`` in a fresh directory, on a free port, with local trust
+authentication; :meth:`PostgresServer.stop` stops it and deletes the directory. Postgres refuses to
+run as root, so as root the server runs as the ``postgres`` user (or ``nobody``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+
+INSTALL_HINT = (
+    "PostgreSQL's server binaries (initdb, pg_ctl) were not found on PATH or in "
+    "/usr/lib/postgresql/*/bin; install them (Debian/Ubuntu: apt-get install -y postgresql) "
+    "to run the Postgres tests"
+)
+FAST_BUT_UNSAFE = ("fsync=off", "synchronous_commit=off", "full_page_writes=off")
+"""Settings for a throwaway server: nothing here must survive a power cut."""
+
+
+class PostgresNotFoundError(RuntimeError):
+    """The server binaries are not installed."""
+
+
+def find_bindir() -> Path:
+    """The directory holding ``initdb`` and ``pg_ctl``: on PATH, else Debian's newest version.
+
+    Raises:
+        PostgresNotFoundError: neither place has them.
+    """
+    on_path = shutil.which("initdb")
+    if on_path is not None and shutil.which("pg_ctl") is not None:
+        return Path(on_path).resolve().parent
+    candidates = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda path: int(Path(path).parts[-3]) if Path(path).parts[-3].isdigit() else 0,
+    )
+    if candidates:
+        return Path(candidates[-1]).parent
+    raise PostgresNotFoundError(INSTALL_HINT)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _server_user() -> pwd.struct_passwd | None:
+    """Whom to run the server as: ourselves, unless we are root (Postgres refuses root)."""
+    if os.geteuid() != 0:
+        return None
+    for name in ("postgres", "nobody"):
+        with contextlib.suppress(KeyError):
+            return pwd.getpwnam(name)
+    raise PostgresNotFoundError("running as root, and neither a postgres nor a nobody user exists")
+
+
+class PostgresServer:
+    """A running throwaway server; :meth:`stop` ends it and deletes its files."""
+
+    def __init__(self, bindir: Path, root: Path, port: int, user: pwd.struct_passwd | None) -> None:
+        self.bindir = bindir
+        self.root = root
+        self.port = port
+        self._user = user
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    def url(self, database: str = "postgres") -> str:
+        """The ``postgresql://`` URL of ``database`` on this server."""
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def create_database(self, name: str) -> str:
+        """Create the (empty) database ``name``; return its URL."""
+        with psycopg.connect(self.url(), autocommit=True) as connection:
+            connection.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def run(self, tool: str, *args: str) -> subprocess.CompletedProcess[str]:
+        """Run one of the server's programs as the server's user; raise on failure."""
+        command = [str(self.bindir / tool), *args]
+        user = self._user
+        done = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+            user=None if user is None else user.pw_uid,
+            group=None if user is None else user.pw_gid,
+            extra_groups=None if user is None else [],
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"{' '.join(command)} failed:\n{done.stdout}{done.stderr}")
+        return done
+
+    def start(self) -> None:
+        self.run("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8")
+        settings = [
+            "listen_addresses=127.0.0.1",
+            f"port={self.port}",
+            f"unix_socket_directories={self.root}",
+            "max_connections=200",
+            *FAST_BUT_UNSAFE,
+        ]
+        options = " ".join(f"-c {setting}" for setting in settings)
+        log = str(self.root / "server.log")
+        self.run("pg_ctl", "start", "-w", "-D", str(self.data), "-l", log, "-o", options)
+
+    def stop(self) -> None:
+        """Stop the server at once (its data is thrown away) and delete its directory."""
+        try:
+            self.run("pg_ctl", "stop", "-w", "-m", "immediate", "-D", str(self.data))
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+def start_postgres() -> PostgresServer:
+    """Initialise and start a server in a new temporary directory.
+
+    Raises:
+        PostgresNotFoundError: the binaries are not installed.
+    """
+    bindir = find_bindir()
+    user = _server_user()
+    root = Path(tempfile.mkdtemp(prefix="pi-core-postgres-"))
+    if user is not None:
+        os.chown(root, user.pw_uid, user.pw_gid)
+    server = PostgresServer(bindir, root, free_port(), user)
+    try:
+        server.start()
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    return server
+
+
+@contextlib.contextmanager
+def running_postgres() -> Iterator[PostgresServer]:
+    """A server for the length of the block."""
+    server = start_postgres()
+    try:
+        yield server
+    finally:
+        server.stop()
