@@ -19,6 +19,7 @@ from pi_core import (
     AssistantMessage,
     AssistantMessageEvent,
     BeforeToolCallContext,
+    BeforeToolCallResult,
     Context,
     ImageContent,
     Model,
@@ -569,3 +570,49 @@ def test_agent_rejects_bad_options() -> None:
         Agent(tool_execution="sometimes")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="queue mode"):
         Agent(follow_up_mode="many")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("max_parallel_tools", 0), ("max_parallel_tools", "2"), ("tool_execution", "both")],
+)
+def test_a_bad_setting_is_a_value_error_wherever_it_is_set(name: str, value: Any) -> None:
+    with pytest.raises(ValueError, match=name):
+        Agent(**{name: value})
+    agent = Agent()
+    before = getattr(agent, name)
+    with pytest.raises(ValueError, match=name):
+        setattr(agent, name, value)
+    assert getattr(agent, name) == before
+
+
+async def test_settings_assigned_after_construction_drive_the_next_run() -> None:
+    provider = faux()
+    provider.set_responses(
+        [
+            faux_assistant_message(
+                [faux_tool_call("t", {}, id="a"), faux_tool_call("t", {}, id="b")],
+                stop_reason="toolUse",
+            ),
+            faux_assistant_message("done"),
+        ]
+    )
+    agent = make_agent(provider, tools=[make_tool("t")])
+    blocked: list[str] = []
+
+    def before(context: BeforeToolCallContext, signal: AbortSignal) -> BeforeToolCallResult:
+        blocked.append(context.tool_call.id)
+        return BeforeToolCallResult(block=True, reason="not now")
+
+    agent.before_tool_call = before
+    agent.tool_execution = "sequential"
+    agent.max_parallel_tools = 1
+    await agent.prompt("go")
+    assert (agent.before_tool_call, agent.tool_execution, agent.max_parallel_tools) == (
+        before,
+        "sequential",
+        1,
+    )
+    assert blocked == ["a", "b"]
+    results = [m for m in agent.state.messages if isinstance(m, ToolResultMessage)]
+    assert [(r.is_error, r.content) for r in results] == [(True, [TextContent("not now")])] * 2

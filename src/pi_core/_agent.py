@@ -8,7 +8,7 @@ of the same event loop (from another thread, through ``anyio.from_thread.run_syn
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
 import anyio
 import anyio.lowlevel
@@ -17,17 +17,15 @@ import attrs
 from ._events import AgentEnd, AgentEvent, MessageEnd, MessageStart, TurnEnd
 from ._exceptions import AgentBusyError
 from ._hooks import (
-    AfterToolCallContext,
-    AfterToolCallResult,
+    AfterToolCall,
     AgentLoopConfig,
-    BeforeToolCallContext,
-    BeforeToolCallResult,
-    MaybeAwaitable,
-    NextTurn,
+    BeforeToolCall,
+    ConvertToLlm,
+    GetApiKey,
+    PrepareNextTurn,
+    ShouldStopAfterTurn,
     ToolExecution,
-    TurnContext,
-    check_max_parallel_tools,
-    check_tool_execution,
+    TransformContext,
     default_convert_to_llm,
 )
 from ._loop import READY, run_loop
@@ -36,7 +34,6 @@ from ._messages import (
     AgentMessage,
     AssistantMessage,
     ImageContent,
-    Message,
     Model,
     TextContent,
     ThinkingLevel,
@@ -60,6 +57,32 @@ AgentListener = Callable[[AgentEvent, AbortSignal], "Awaitable[None] | None"]
 """``listener(event, signal)``: sync or async; awaited in subscription order."""
 
 DEFAULT_MODEL = Model("unknown", input=())
+
+T = TypeVar("T")
+
+
+class _LoopSetting(Generic[T]):
+    """An Agent attribute kept in the Agent's loop config: a bad value raises at assignment."""
+
+    __slots__ = ("_name",)
+
+    def __set_name__(self, owner: type[Agent], name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, agent: None, owner: type[Agent]) -> _LoopSetting[T]: ...
+    @overload
+    def __get__(self, agent: Agent, owner: type[Agent]) -> T: ...
+    def __get__(self, agent: Agent | None, owner: type[Agent]) -> _LoopSetting[T] | T:
+        if agent is None:
+            return self
+        value: T = getattr(agent._settings, self._name)
+        return value
+
+    def __set__(self, agent: Agent, value: T) -> None:
+        """Raises ``ValueError`` for a value the loop config refuses."""
+        change: dict[str, Any] = {self._name: value}
+        agent._settings = attrs.evolve(agent._settings, **change)
 
 
 class _ActiveRun:
@@ -96,27 +119,13 @@ class Agent:
         tools: Iterable[Any] = (),
         messages: Iterable[AgentMessage] = (),
         stream_fn: StreamFn = stream_simple,
-        convert_to_llm: Callable[[list[AgentMessage]], MaybeAwaitable[list[Message]]] = (
-            default_convert_to_llm
-        ),
-        transform_context: (
-            Callable[[list[AgentMessage], AbortSignal], MaybeAwaitable[list[AgentMessage]]] | None
-        ) = None,
-        get_api_key: Callable[[str], MaybeAwaitable[str | None]] | None = None,
-        before_tool_call: (
-            Callable[
-                [BeforeToolCallContext, AbortSignal], MaybeAwaitable[BeforeToolCallResult | None]
-            ]
-            | None
-        ) = None,
-        after_tool_call: (
-            Callable[
-                [AfterToolCallContext, AbortSignal], MaybeAwaitable[AfterToolCallResult | None]
-            ]
-            | None
-        ) = None,
-        prepare_next_turn: Callable[[TurnContext], MaybeAwaitable[NextTurn | None]] | None = None,
-        should_stop_after_turn: Callable[[TurnContext], MaybeAwaitable[bool]] | None = None,
+        convert_to_llm: ConvertToLlm = default_convert_to_llm,
+        transform_context: TransformContext | None = None,
+        get_api_key: GetApiKey | None = None,
+        before_tool_call: BeforeToolCall | None = None,
+        after_tool_call: AfterToolCall | None = None,
+        prepare_next_turn: PrepareNextTurn | None = None,
+        should_stop_after_turn: ShouldStopAfterTurn | None = None,
         steering_mode: QueueMode = "one-at-a-time",
         follow_up_mode: QueueMode = "one-at-a-time",
         tool_execution: ToolExecution = "parallel",
@@ -126,16 +135,22 @@ class Agent:
         options: StreamOptions | None = None,
     ) -> None:
         self._state = AgentState(system_prompt, model, thinking_level, tools, messages)
-        self.stream_fn = stream_fn
-        self.convert_to_llm = convert_to_llm
-        self.transform_context = transform_context
-        self.get_api_key = get_api_key
-        self.before_tool_call = before_tool_call
-        self.after_tool_call = after_tool_call
-        self.prepare_next_turn = prepare_next_turn
-        self.should_stop_after_turn = should_stop_after_turn
-        self.tool_execution = tool_execution
-        self.max_parallel_tools = max_parallel_tools
+        # The hooks and tool settings live in a loop config: its validators check every value,
+        # at construction and on every assignment (see _LoopSetting); each run's config is a
+        # copy with the model, the queues and the options of that run.
+        self._settings = AgentLoopConfig(
+            DEFAULT_MODEL,
+            stream_fn=stream_fn,
+            convert_to_llm=convert_to_llm,
+            transform_context=transform_context,
+            get_api_key=get_api_key,
+            before_tool_call=before_tool_call,
+            after_tool_call=after_tool_call,
+            prepare_next_turn=prepare_next_turn,
+            should_stop_after_turn=should_stop_after_turn,
+            tool_execution=tool_execution,
+            max_parallel_tools=max_parallel_tools,
+        )
         self.session_id = session_id
         self.thinking_budgets = thinking_budgets
         self.options = options
@@ -144,8 +159,17 @@ class Agent:
         self._listeners: dict[AgentListener, None] = {}
         self._listener_tuple: tuple[AgentListener, ...] = ()  # what a run iterates, per event
         self._active: _ActiveRun | None = None
-        check_tool_execution(tool_execution)
-        check_max_parallel_tools(max_parallel_tools)
+
+    stream_fn: _LoopSetting[StreamFn] = _LoopSetting()
+    convert_to_llm: _LoopSetting[ConvertToLlm] = _LoopSetting()
+    transform_context: _LoopSetting[TransformContext | None] = _LoopSetting()
+    get_api_key: _LoopSetting[GetApiKey | None] = _LoopSetting()
+    before_tool_call: _LoopSetting[BeforeToolCall | None] = _LoopSetting()
+    after_tool_call: _LoopSetting[AfterToolCall | None] = _LoopSetting()
+    prepare_next_turn: _LoopSetting[PrepareNextTurn | None] = _LoopSetting()
+    should_stop_after_turn: _LoopSetting[ShouldStopAfterTurn | None] = _LoopSetting()
+    tool_execution: _LoopSetting[ToolExecution] = _LoopSetting()
+    max_parallel_tools: _LoopSetting[int | None] = _LoopSetting()
 
     # --- state ----------------------------------------------------------------------------------
 
@@ -367,20 +391,11 @@ class Agent:
             await self._process_event(event)
 
     def _loop_config(self) -> AgentLoopConfig:
-        return AgentLoopConfig(
+        return attrs.evolve(
+            self._settings,
             model=self._state.model,
-            stream_fn=self.stream_fn,
-            convert_to_llm=self.convert_to_llm,
-            transform_context=self.transform_context,
-            get_api_key=self.get_api_key,
             get_steering_messages=self._poll_steering,
             get_follow_up_messages=self._follow_ups.drain,
-            should_stop_after_turn=self.should_stop_after_turn,
-            prepare_next_turn=self.prepare_next_turn,
-            before_tool_call=self.before_tool_call,
-            after_tool_call=self.after_tool_call,
-            tool_execution=self.tool_execution,
-            max_parallel_tools=self.max_parallel_tools,
             options=self._stream_options(),
         )
 

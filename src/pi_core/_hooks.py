@@ -27,14 +27,22 @@ from ._tools import AgentToolResult
 from .nursery import AbortSignal
 
 __all__ = [
+    "AfterToolCall",
     "AfterToolCallContext",
     "AfterToolCallResult",
     "AgentLoopConfig",
+    "BeforeToolCall",
     "BeforeToolCallContext",
     "BeforeToolCallResult",
+    "ConvertToLlm",
+    "GetApiKey",
     "MaybeAwaitable",
+    "MessageSource",
     "NextTurn",
+    "PrepareNextTurn",
+    "ShouldStopAfterTurn",
     "ToolExecution",
+    "TransformContext",
     "TurnContext",
     "default_convert_to_llm",
     "needs_await",
@@ -124,6 +132,23 @@ class NextTurn:
     """Replaces ``options.reasoning``; ``"off"`` means no reasoning."""
 
 
+# The hooks' types, written once for the Agent and AgentLoopConfig.
+ConvertToLlm: TypeAlias = Callable[[list[AgentMessage]], MaybeAwaitable[list[Message]]]
+TransformContext: TypeAlias = Callable[
+    [list[AgentMessage], AbortSignal], MaybeAwaitable[list[AgentMessage]]
+]
+GetApiKey: TypeAlias = Callable[[str], MaybeAwaitable[str | None]]
+MessageSource: TypeAlias = Callable[[], MaybeAwaitable[Sequence[AgentMessage]]]
+BeforeToolCall: TypeAlias = Callable[
+    [BeforeToolCallContext, AbortSignal], MaybeAwaitable[BeforeToolCallResult | None]
+]
+AfterToolCall: TypeAlias = Callable[
+    [AfterToolCallContext, AbortSignal], MaybeAwaitable[AfterToolCallResult | None]
+]
+ShouldStopAfterTurn: TypeAlias = Callable[[TurnContext], MaybeAwaitable[bool]]
+PrepareNextTurn: TypeAlias = Callable[[TurnContext], MaybeAwaitable[NextTurn | None]]
+
+
 def check_max_parallel_tools(value: int | None) -> None:
     """Raise ``ValueError`` unless ``value`` is a positive int or ``None``."""
     if value is not None and (not isinstance(value, int) or value < 1):
@@ -142,25 +167,15 @@ class AgentLoopConfig:
 
     model: Model
     stream_fn: StreamFn = stream_simple
-    convert_to_llm: Callable[[list[AgentMessage]], MaybeAwaitable[list[Message]]] = (
-        default_convert_to_llm
-    )
-    transform_context: (
-        Callable[[list[AgentMessage], AbortSignal], MaybeAwaitable[list[AgentMessage]]] | None
-    ) = None
-    get_api_key: Callable[[str], MaybeAwaitable[str | None]] | None = None
-    get_steering_messages: Callable[[], MaybeAwaitable[Sequence[AgentMessage]]] | None = None
-    get_follow_up_messages: Callable[[], MaybeAwaitable[Sequence[AgentMessage]]] | None = None
-    should_stop_after_turn: Callable[[TurnContext], MaybeAwaitable[bool]] | None = None
-    prepare_next_turn: Callable[[TurnContext], MaybeAwaitable[NextTurn | None]] | None = None
-    before_tool_call: (
-        Callable[[BeforeToolCallContext, AbortSignal], MaybeAwaitable[BeforeToolCallResult | None]]
-        | None
-    ) = None
-    after_tool_call: (
-        Callable[[AfterToolCallContext, AbortSignal], MaybeAwaitable[AfterToolCallResult | None]]
-        | None
-    ) = None
+    convert_to_llm: ConvertToLlm = default_convert_to_llm
+    transform_context: TransformContext | None = None
+    get_api_key: GetApiKey | None = None
+    get_steering_messages: MessageSource | None = None
+    get_follow_up_messages: MessageSource | None = None
+    should_stop_after_turn: ShouldStopAfterTurn | None = None
+    prepare_next_turn: PrepareNextTurn | None = None
+    before_tool_call: BeforeToolCall | None = None
+    after_tool_call: AfterToolCall | None = None
     tool_execution: ToolExecution = attrs.field(
         default="parallel", validator=lambda _c, _a, value: check_tool_execution(value)
     )
