@@ -445,13 +445,12 @@ class _AssistantStream:
                 return self._failed_message(RuntimeError(_NO_TERMINAL_TEXT))
             except Exception as exc:
                 return self._failed_message(exc)
-            kind = event.type
-            if kind == "done":
-                return event.message  # type: ignore[union-attr]
-            if kind == "error":
-                return event.error  # type: ignore[union-attr]
-            partial: AssistantMessage = event.partial  # type: ignore[union-attr]
-            if kind == "start":
+            if event.type == "done":
+                return event.message
+            if event.type == "error":
+                return event.error
+            partial = event.partial
+            if event.type == "start":
                 self._started = True
                 agent_event: AgentEvent = MessageStart(partial.shallow_copy())
             elif self._started:

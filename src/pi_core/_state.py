@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ._events import AgentEvent
+from ._events import AgentEvent, TurnEnd
 from ._messages import AgentMessage, Model, ThinkingLevel
 from ._texts import OPERATION_ABORTED
 from .nursery import AbortSignal
@@ -107,22 +107,21 @@ class AgentState:
         self._error_message = None
 
     def _reduce(self, event: AgentEvent, signal: AbortSignal) -> None:
-        kind = event.type
-        if kind == "message_update" or kind == "message_start":
-            self._streaming_message = event.message  # type: ignore[union-attr]
-        elif kind == "message_end":
+        if event.type == "message_update" or event.type == "message_start":
+            self._streaming_message = event.message
+        elif event.type == "message_end":
             self._streaming_message = None
-            self._messages.append(event.message)  # type: ignore[union-attr]
-        elif kind == "tool_execution_start":
-            self._pending_tool_calls = self._pending_tool_calls | {event.tool_call_id}  # type: ignore[union-attr]
-        elif kind == "tool_execution_end":
-            self._pending_tool_calls = self._pending_tool_calls - {event.tool_call_id}  # type: ignore[union-attr]
-        elif kind == "turn_end":
+            self._messages.append(event.message)
+        elif event.type == "tool_execution_start":
+            self._pending_tool_calls = self._pending_tool_calls | {event.tool_call_id}
+        elif event.type == "tool_execution_end":
+            self._pending_tool_calls = self._pending_tool_calls - {event.tool_call_id}
+        elif event.type == "turn_end":
             self._reduce_turn_end(event, signal)
-        elif kind == "agent_end":
+        elif event.type == "agent_end":
             self._streaming_message = None
 
-    def _reduce_turn_end(self, event: Any, signal: AbortSignal) -> None:
+    def _reduce_turn_end(self, event: TurnEnd, signal: AbortSignal) -> None:
         message = event.message
         if message.role == "assistant" and message.error_message:
             self._error_message = message.error_message
