@@ -8,7 +8,7 @@ of the same event loop (from another thread, through ``anyio.from_thread.run_syn
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Final, Generic, TypeVar, overload
 
 import anyio
 import anyio.lowlevel
@@ -451,7 +451,7 @@ async def _notify(
             await returned
 
 
-_MISSING: Any = object()
+_MISSING: Final = object()
 _NO_OPTIONS = StreamOptions()
 
 

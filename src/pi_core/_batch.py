@@ -9,7 +9,7 @@ results follow source order.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Final
 
 import anyio
 from anyio.abc import TaskGroup
@@ -50,9 +50,14 @@ def error_result(text: str) -> AgentToolResult:
     return AgentToolResult([TextContent(text)], {})
 
 
-def _aborted_outcome(index: int = 0) -> Outcome:
+def _aborted_outcome() -> Outcome:
     """The outcome of a call the abort stopped (or never let start)."""
     return error_result(OPERATION_ABORTED), True
+
+
+def _aborted_job_outcome(_job_index: int) -> Outcome:
+    """``fan_out``'s ``aborted(index)``: every aborted call gets the same outcome."""
+    return _aborted_outcome()
 
 
 def _exception_text(exc: BaseException) -> str:
@@ -122,15 +127,16 @@ class ToolBatch:
         "_emit",
         "_message",
         "_outcomes",
+        "_result_positions",
         "_signal",
-        "_slots",
         "_task_group",
         "_tools",
     )
 
     # A parallel batch's bookkeeping, set when its calls start, for ``_on_complete``.
     _calls: list[ToolCall]
-    _slots: list[int]
+    _result_positions: list[int]
+    """For each fanned-out job, the index of its call (and outcome) in the batch."""
     _outcomes: list[Outcome | None]
 
     def __init__(
@@ -206,26 +212,27 @@ class ToolBatch:
         """Sequential preflight, then every prepared call as a child task of the run's group."""
         outcomes: list[Outcome | None] = [None] * len(calls)
         jobs: list[_Prepared] = []
-        slots: list[int] = []
+        result_positions: list[int] = []
         for index, call in enumerate(calls):
             await self._emit(ToolExecutionStart(call.id, call.name, call.arguments))
             prepared = await self._preflight(call)
             if isinstance(prepared, _Prepared):
                 jobs.append(prepared)
-                slots.append(index)
+                result_positions.append(index)
             else:
                 outcomes[index] = prepared
                 await self._emit(ToolExecutionEnd(call.id, call.name, *prepared))
         if jobs:
-            self._calls, self._slots, self._outcomes = calls, slots, outcomes
+            self._calls, self._result_positions = calls, result_positions
+            self._outcomes = outcomes
             limit = self._config.max_parallel_tools
             limiter = anyio.CapacityLimiter(limit) if limit is not None else None
             await self._fan_out(jobs, self._on_complete, limiter)
-        return outcomes  # type: ignore[return-value]  # every slot is filled by now
+        return outcomes  # type: ignore[return-value]  # every position is filled by now
 
     def _on_complete(self, job_index: int, outcome: Outcome) -> Awaitable[None]:
         # What the fan-out awaits is the emit itself: no coroutine of the batch's per call.
-        index = self._slots[job_index]
+        index = self._result_positions[job_index]
         self._outcomes[index] = outcome
         call = self._calls[index]
         return self._emit(ToolExecutionEnd(call.id, call.name, *outcome))
@@ -301,7 +308,7 @@ class ToolBatch:
             limiter=limiter,
             task_group=self._task_group,
             signal=self._signal if self._abortable else None,
-            aborted=_aborted_outcome,
+            aborted=_aborted_job_outcome,
         )
 
     async def _after_tool_call(
@@ -326,7 +333,7 @@ def tool_result_message(call: ToolCall, outcome: Outcome) -> ToolResultMessage:
     return ToolResultMessage(call.id, call.name, result.content, result.details, is_error)
 
 
-_TIMED_OUT: Any = object()
+_TIMED_OUT: Final = object()
 """What a call returned when its ``timeout`` cut it short."""
 
 

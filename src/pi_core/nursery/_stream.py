@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar, cast
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -16,7 +16,8 @@ __all__ = ["EventStream", "open_event_stream"]
 E = TypeVar("E")
 R = TypeVar("R")
 
-_UNSET: object = object()
+_UNSET: Final = object()
+"""The result before the producer has returned one."""
 
 
 class EventStream(Generic[E, R]):
@@ -49,7 +50,7 @@ class EventStream(Generic[E, R]):
             pass
         if self._result is _UNSET:
             raise RuntimeError("the run did not complete, so it has no result")
-        return self._result  # type: ignore[return-value]
+        return cast("R", self._result)
 
 
 @asynccontextmanager
