@@ -68,7 +68,7 @@ async def main() -> Agent:
     faux = scripted_model()
     agent = Agent(
         system_prompt="You are a helpful assistant.",
-        model=faux.models[0],
+        model=faux.get_model(),
         stream_fn=faux.stream,
         tools=[get_weather],
     )

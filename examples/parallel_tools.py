@@ -42,7 +42,7 @@ def scripted_model() -> FauxProvider:
 async def run_batch(**options: Any) -> tuple[list[str], list[str], float]:
     """Run the batch; return the completion order, the result order and the wall time."""
     faux = scripted_model()
-    agent = Agent(model=faux.models[0], stream_fn=faux.stream, tools=[lookup], **options)
+    agent = Agent(model=faux.get_model(), stream_fn=faux.stream, tools=[lookup], **options)
     completed: list[str] = []
     reported: list[str] = []
 

@@ -98,7 +98,7 @@ def create_app(tokens_per_second: float | None = 40.0) -> Starlette:
     async def events(request: Request) -> Response:
         faux = FauxProvider(tokens_per_second=tokens_per_second)
         faux.set_responses([scripted_reply, scripted_reply])
-        agent = Agent(model=faux.models[0], stream_fn=faux.stream, tools=[count_words])
+        agent = Agent(model=faux.get_model(), stream_fn=faux.stream, tools=[count_words])
         return AgentEventsResponse(agent, request.query_params.get("prompt", "Hello there"))
 
     async def page(request: Request) -> Response:

@@ -73,7 +73,7 @@ def show(event: AgentEvent, signal: AbortSignal) -> None:
 async def main() -> Agent:
     faux = FauxProvider()
     faux.set_responses([scripted_reply] * 3)
-    agent = Agent(model=faux.models[0], stream_fn=faux.stream, tools=[research])
+    agent = Agent(model=faux.get_model(), stream_fn=faux.stream, tools=[research])
     agent.subscribe(show)
     tool_started = anyio.Event()
 

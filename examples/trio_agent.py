@@ -56,7 +56,7 @@ async def main() -> list[Any]:
         ]
     )
     context = AgentContext(system_prompt="You can add.", tools=[ADD])
-    config = AgentLoopConfig(model=faux.models[0], stream_fn=faux.stream)
+    config = AgentLoopConfig(model=faux.get_model(), stream_fn=faux.stream)
     prompt = UserMessage([TextContent("What is 2 + 40?")])
 
     with trio.fail_after(10):  # cancellation from outside is plain trio cancellation
