@@ -41,6 +41,7 @@ from ._hooks import (
     TurnContext,
     default_convert_to_llm,
 )
+from ._interrupt import is_interruption, register_interruption, unregister_interruption
 from ._loop import (
     AgentEventStream,
     agent_loop,
@@ -150,11 +151,14 @@ __all__ = (
     "agent_loop",
     "agent_loop_continue",
     "default_convert_to_llm",
+    "is_interruption",
+    "register_interruption",
     "register_provider",
     "run_agent_loop",
     "run_agent_loop_continue",
     "stream_simple",
     "tool",
+    "unregister_interruption",
     "unregister_provider",
     "validate_tool_arguments",
 )

@@ -28,6 +28,7 @@ from ._hooks import (
     TransformContext,
     default_convert_to_llm,
 )
+from ._interrupt import is_interruption
 from ._loop import READY, run_loop
 from ._messages import (
     AgentContext,
@@ -38,6 +39,7 @@ from ._messages import (
     TextContent,
     ThinkingLevel,
     UserMessage,
+    now_ms,
 )
 from ._options import StreamFn, StreamOptions
 from ._queue import MessageQueue, QueueMode, check_queue_mode
@@ -133,6 +135,7 @@ class Agent:
         session_id: str | None = None,
         thinking_budgets: Mapping[str, int] | None = None,
         options: StreamOptions | None = None,
+        clock: Callable[[], int] = now_ms,
     ) -> None:
         self._state = AgentState(system_prompt, model, thinking_level, tools, messages)
         # The hooks and tool settings live in a loop config: its validators check every value,
@@ -154,6 +157,8 @@ class Agent:
         self.session_id = session_id
         self.thinking_budgets = thinking_budgets
         self.options = options
+        self.clock = clock
+        """Milliseconds since the epoch: stamps the messages the Agent and its runs make."""
         self._steering = MessageQueue(steering_mode)
         self._follow_ups = MessageQueue(follow_up_mode)
         self._listeners: dict[AgentListener, None] = {}
@@ -245,11 +250,11 @@ class Agent:
 
     def steer(self, message: AgentMessage | str) -> None:
         """Queue a message to inject after the current turn's tool calls finish."""
-        self._steering.enqueue(_as_message(message))
+        self._steering.enqueue(_as_message(message, self.clock))
 
     def follow_up(self, message: AgentMessage | str) -> None:
         """Queue a message to inject when the agent would otherwise stop."""
-        self._follow_ups.enqueue(_as_message(message))
+        self._follow_ups.enqueue(_as_message(message, self.clock))
 
     def clear_steering_queue(self) -> None:
         """Drop every queued steering message."""
@@ -302,7 +307,7 @@ class Agent:
         """
         if self._active is not None:
             raise AgentBusyError(BUSY_PROMPT_TEXT)
-        await self._run(_as_prompts(message, images))
+        await self._run(_as_prompts(message, images, self.clock))
 
     async def continue_(self) -> None:
         """Continue from the current transcript (after a tool result, a user message, or an abort).
@@ -365,6 +370,8 @@ class Agent:
                 context = AgentContext(state.system_prompt, state.messages, list(state.tools))
                 await run_loop(prompts, context, config, self._process_event, active.signal)
             except Exception as exc:
+                if is_interruption(exc):
+                    raise
                 await self._handle_run_failure(exc, active.signal)
         finally:
             self._state._finish_run()
@@ -381,6 +388,7 @@ class Agent:
             model.id,
             stop_reason="aborted" if signal.aborted else "error",
             error_message=str(exc) or type(exc).__name__,
+            timestamp=self.clock(),
         )
         for event in (
             MessageStart(failure),
@@ -397,6 +405,7 @@ class Agent:
             get_steering_messages=self._poll_steering,
             get_follow_up_messages=self._follow_ups.drain,
             options=self._stream_options(),
+            clock=self.clock,
         )
 
     def _poll_steering(self) -> list[AgentMessage]:
@@ -455,19 +464,21 @@ _MISSING: Final = object()
 _NO_OPTIONS = StreamOptions()
 
 
-def _as_message(message: AgentMessage | str) -> AgentMessage:
+def _as_message(message: AgentMessage | str, clock: Callable[[], int]) -> AgentMessage:
     if isinstance(message, str):
-        return UserMessage([TextContent(message)])
+        return UserMessage([TextContent(message)], clock())
     return message
 
 
 def _as_prompts(
-    message: str | AgentMessage | Sequence[AgentMessage], images: Sequence[ImageContent] | None
+    message: str | AgentMessage | Sequence[AgentMessage],
+    images: Sequence[ImageContent] | None,
+    clock: Callable[[], int],
 ) -> list[AgentMessage]:
     if isinstance(message, str):
         content: list[TextContent | ImageContent] = [TextContent(message)]
         content.extend(images or ())
-        return [UserMessage(content)]
+        return [UserMessage(content, clock())]
     if isinstance(message, (list, tuple)):
         return list(message)
     return [message]  # type: ignore[list-item]

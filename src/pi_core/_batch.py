@@ -30,6 +30,7 @@ from ._hooks import (
     BeforeToolCallResult,
     needs_await,
 )
+from ._interrupt import is_interruption
 from ._messages import AgentContext, AssistantMessage, TextContent, ToolCall, ToolResultMessage
 from ._texts import OPERATION_ABORTED
 from ._tools import AgentTool, AgentToolResult
@@ -60,8 +61,11 @@ def _aborted_job_outcome(_job_index: int) -> Outcome:
     return _aborted_outcome()
 
 
-def _exception_text(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
+def _failed_outcome(exc: Exception) -> Outcome:
+    """The error result of a call whose tool or hook raised; an engine's interruption passes."""
+    if is_interruption(exc):
+        raise exc
+    return error_result(str(exc) or type(exc).__name__), True
 
 
 class _Prepared:
@@ -101,13 +105,13 @@ class _Prepared:
                     returned = await tool.execute(call.id, self.args, batch._signal, self.on_update)
             outcome = _as_outcome(tool, returned)
         except Exception as exc:
-            outcome = error_result(_exception_text(exc)), True
+            outcome = _failed_outcome(exc)
         if batch._config.after_tool_call is None:
             return outcome
         try:
             return await batch._after_tool_call(self, *outcome)
         except Exception as exc:
-            return error_result(_exception_text(exc)), True
+            return _failed_outcome(exc)
 
     def on_update(self, partial: AgentToolResult) -> None:
         """The ``on_update`` the tool gets: a ``tool_execution_update`` for the parent to emit."""
@@ -167,8 +171,9 @@ class ToolBatch:
             messages, outcomes = await self._run_sequential(calls)
         else:
             outcomes = await self._run_parallel(calls)
+            clock = self._config.clock
             messages = [
-                tool_result_message(call, outcome)
+                tool_result_message(call, outcome, clock)
                 for call, outcome in zip(calls, outcomes, strict=True)
             ]
             for message in messages:
@@ -198,11 +203,13 @@ class ToolBatch:
             await self._emit(ToolExecutionStart(call.id, call.name, call.arguments))
             prepared = await self._preflight(call)
             if isinstance(prepared, _Prepared):
+                if self._config.before_tool_batch is not None:
+                    self._config.before_tool_batch([call])
                 [outcome] = await self._fan_out([prepared])
             else:
                 outcome = prepared
             await self._emit(ToolExecutionEnd(call.id, call.name, *outcome))
-            message = tool_result_message(call, outcome)
+            message = tool_result_message(call, outcome, self._config.clock)
             await self._emit_result(message)
             messages.append(message)
             outcomes.append(outcome)
@@ -223,6 +230,8 @@ class ToolBatch:
                 outcomes[index] = prepared
                 await self._emit(ToolExecutionEnd(call.id, call.name, *prepared))
         if jobs:
+            if self._config.before_tool_batch is not None:
+                self._config.before_tool_batch([job.call for job in jobs])
             self._calls, self._result_positions = calls, result_positions
             self._outcomes = outcomes
             limit = self._config.max_parallel_tools
@@ -256,7 +265,7 @@ class ToolBatch:
             if self._config.before_tool_call is not None:
                 verdict = await self._before_tool_call(call, args)
         except Exception as exc:
-            return error_result(_exception_text(exc)), True
+            return _failed_outcome(exc)
         if self._aborted():  # the hook ran while the abort came
             return _aborted_outcome()
         if verdict is not None and verdict.block:
@@ -327,10 +336,12 @@ class ToolBatch:
         return _merge(result, is_error, override)
 
 
-def tool_result_message(call: ToolCall, outcome: Outcome) -> ToolResultMessage:
+def tool_result_message(
+    call: ToolCall, outcome: Outcome, clock: Callable[[], int]
+) -> ToolResultMessage:
     """The toolResult message of a finalized call (``terminate`` stays out of it, as upstream)."""
     result, is_error = outcome
-    return ToolResultMessage(call.id, call.name, result.content, result.details, is_error)
+    return ToolResultMessage(call.id, call.name, result.content, result.details, is_error, clock())
 
 
 _TIMED_OUT: Final = object()

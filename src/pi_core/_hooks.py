@@ -20,6 +20,7 @@ from ._messages import (
     ThinkingLevel,
     ToolCall,
     ToolResultMessage,
+    now_ms,
 )
 from ._options import StreamFn, StreamOptions
 from ._registry import stream_simple
@@ -184,3 +185,16 @@ class AgentLoopConfig:
     )
     """Caps how many ``execute`` calls of a parallel batch run at once."""
     options: StreamOptions = attrs.Factory(StreamOptions)
+    clock: Callable[[], int] = now_ms
+    """Milliseconds since the epoch: the timestamp of every message the run itself makes.
+
+    An execution engine that replays a run supplies a clock whose readings it records, so that
+    the replayed messages carry the same timestamps as the first time.
+    """
+    before_tool_batch: Callable[[Sequence[ToolCall]], None] | None = None
+    """Called in the run's own task, with the calls about to execute, before any of them starts.
+
+    The calls come in source order (a sequential batch calls it once per call, a parallel batch
+    once with every call that passed preflight). An execution engine uses it to take what must be
+    taken in a deterministic order, such as the ids of the steps the calls will run as.
+    """

@@ -30,6 +30,7 @@ from ._events import (
     TurnStart,
 )
 from ._hooks import AgentLoopConfig, NextTurn, TurnContext, needs_await
+from ._interrupt import is_interruption
 from ._messages import (
     AgentContext,
     AgentMessage,
@@ -427,6 +428,8 @@ class _AssistantStream:
                 events = await events
             iterator = aiter(events)
         except Exception as exc:
+            if is_interruption(exc):
+                raise
             return self._failed_message(exc)
         try:
             return await self._consume(iterator)
@@ -444,6 +447,8 @@ class _AssistantStream:
             except StopAsyncIteration:
                 return self._failed_message(RuntimeError(_NO_TERMINAL_TEXT))
             except Exception as exc:
+                if is_interruption(exc):
+                    raise
                 return self._failed_message(exc)
             if event.type == "done":
                 return event.message
@@ -488,6 +493,7 @@ class _AssistantStream:
                 model.id,
                 stop_reason=stop_reason,
                 error_message=error_message,
+                timestamp=self._run.config.clock(),
             )
         final = partial.shallow_copy()
         final.content = list(partial.content)
