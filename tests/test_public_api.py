@@ -11,6 +11,7 @@ import pi_core
 
 PUBLIC_MODULES = [
     "pi_core",
+    "pi_core.models",
     "pi_core.nursery",
     "pi_core.proxy",
     "pi_core.serialization",

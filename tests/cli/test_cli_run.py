@@ -68,6 +68,17 @@ def test_json_prints_one_event_per_line() -> None:
             ["run", "--provider", "openai", "--model", "m", "--api-key-env", "NOPE_X", "hi"],
             "NOPE_X",
         ),
+        (["run", "--model", "nope/x", "hi"], "Unknown provider 'nope'"),
+        (
+            ["run", "--model", "anthropic/claude-sonet-4-5", "hi"],
+            "did you mean 'claude-sonnet-4-5'",
+        ),
+        (["run", "--model", "anthropic/claude-sonnet-4-5", "hi"], "ANTHROPIC_API_KEY is not set"),
+        (["run", "--model", "gpt-4o", "hi"], "--model takes provider/id"),
+        (
+            ["run", "--model", "amazon-bedrock/amazon.nova-pro-v1:0", "hi"],
+            "no provider for api 'bedrock-converse-stream'",
+        ),
         (["chat", "--tool-execution", "sometimes"], "invalid choice: 'sometimes'"),
         (["frobnicate"], "invalid choice: 'frobnicate'"),
     ],

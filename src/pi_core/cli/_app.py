@@ -34,6 +34,7 @@ examples:
   pi-core run "What is 2 + 3 * 4?"
   pi-core run --json "list the files here"
   pi-core run --provider openai --model gpt-4o-mini "What time is it?"
+  pi-core run --model anthropic/claude-sonnet-4-5 --thinking low "What time is it?"
   pi-core chat
   PI_CORE_PROXY_TOKEN=secret pi-core serve-proxy --port 8787
 
@@ -94,12 +95,20 @@ def _agent_options() -> argparse.ArgumentParser:
     group = parent.add_argument_group("agent options")
     group.add_argument(
         "--provider",
-        choices=PROVIDERS,
-        default="faux",
-        help="where the model is (default: faux, the built-in demo model)",
+        choices=[name for name in PROVIDERS if name != "catalogue"],
+        help="where the model is (default: the catalogue's provider of --model, else faux, "
+        "the built-in demo model)",
     )
-    group.add_argument("--model", help="model id (required for openai and anthropic)")
-    group.add_argument("--api", help="with --provider proxy: the model's api on the server")
+    group.add_argument(
+        "--model",
+        help="provider/id from the model catalogue (e.g. anthropic/claude-sonnet-4-5), "
+        "or with --provider the model id",
+    )
+    group.add_argument(
+        "--api",
+        help="the model's api (openai-completions, anthropic-messages …); with --provider "
+        "proxy, its api on the server",
+    )
     group.add_argument("--base-url", help="the provider's base URL, or the proxy's URL")
     group.add_argument(
         "--api-key-env",
@@ -168,7 +177,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 def _settings(args: argparse.Namespace) -> AgentSettings:
     return AgentSettings(
-        provider=args.provider,
+        provider=args.provider or ("catalogue" if args.model else "faux"),
         model=args.model,
         api=args.api,
         base_url=args.base_url,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib
 import os
 from typing import Literal
 
@@ -12,13 +13,16 @@ from .._agent import Agent
 from .._hooks import ToolExecution
 from .._messages import Model, ThinkingLevel
 from .._options import StreamFn, StreamOptions
+from ..models import ModelNotFoundError, api_key_env, get_model
 from ._demo import DEMO_API, DEMO_MODEL_ID, DEMO_TOKENS_PER_SECOND, DemoModel
 from ._tools import make_demo_tools
 
 __all__ = [
+    "DEFAULT_APIS",
     "DEFAULT_PROXY_TOKEN_ENV",
     "DEFAULT_SYSTEM_PROMPT",
     "PROVIDERS",
+    "STREAM_FUNCTIONS",
     "AgentSettings",
     "Connection",
     "UsageError",
@@ -26,8 +30,15 @@ __all__ = [
     "connect",
 ]
 
-Provider = Literal["faux", "openai", "anthropic", "proxy"]
-PROVIDERS: tuple[Provider, ...] = ("faux", "openai", "anthropic", "proxy")
+Provider = Literal["faux", "catalogue", "openai", "anthropic", "proxy"]
+PROVIDERS: tuple[Provider, ...] = ("faux", "catalogue", "openai", "anthropic", "proxy")
+DEFAULT_APIS = {"openai": "openai-completions", "anthropic": "anthropic-messages"}
+"""The api of a model that ``--provider`` names and the catalogue does not have."""
+STREAM_FUNCTIONS = {
+    "openai-completions": ("pi_core.providers.openai", "stream_openai"),
+    "anthropic-messages": ("pi_core.providers.anthropic", "stream_anthropic"),
+}
+"""Where the stream function of each api that the CLI can use lives (imported when used)."""
 DEFAULT_PROXY_TOKEN_ENV = "PI_CORE_PROXY_TOKEN"
 DEFAULT_SYSTEM_PROMPT = (
     "You are the pi-core demo assistant. Use the tools when they help: calculate for arithmetic, "
@@ -108,24 +119,48 @@ def _demo(settings: AgentSettings) -> Connection:
 
 
 def _direct(settings: AgentSettings) -> Connection:
-    if settings.provider == "openai":
-        from ..providers import openai as module
+    model = _direct_model(settings)
+    stream_fn = _stream_fn(model.api)
+    key = _api_key(settings.api_key_env or api_key_env(model.provider))
+    label = f"{model.id} via {model.api}"
+    return Connection(model, stream_fn, StreamOptions(api_key=key), label)
 
-        api, env_var, stream_fn = module.API, module.ENV_API_KEY, module.stream_openai
-    else:
-        from ..providers import anthropic as module_a
 
-        api, env_var, stream_fn = module_a.API, module_a.ENV_API_KEY, module_a.stream_anthropic
-    model_id = _require(settings.model, f"--model is required with --provider {settings.provider}")
-    key = _api_key(settings.api_key_env or env_var)
-    model = Model(
-        model_id,
-        api=api,
-        provider=settings.provider,
-        base_url=settings.base_url or "",
-        reasoning=settings.thinking != "off",
+def _direct_model(settings: AgentSettings) -> Model:
+    """The catalogue's model when it has one (``--model provider/id``, or ``--provider`` and
+    ``--model``), else a model described by the options alone; ``--api`` and ``--base-url``
+    override what the catalogue says."""
+    model_id = _require(settings.model, "--model is required with --provider " + settings.provider)
+    provider: str = settings.provider
+    if provider == "catalogue":
+        provider, _, model_id = model_id.partition("/")
+        if not model_id:
+            raise UsageError("--model takes provider/id, e.g. anthropic/claude-sonnet-4-5")
+    try:
+        model = get_model(provider, model_id)
+    except ModelNotFoundError as exc:
+        if settings.provider == "catalogue":
+            raise UsageError(str(exc)) from None
+        model = Model(
+            model_id,
+            api=DEFAULT_APIS[settings.provider],
+            provider=provider,
+            reasoning=settings.thinking != "off",
+        )
+    return attrs.evolve(
+        model, api=settings.api or model.api, base_url=settings.base_url or model.base_url
     )
-    return Connection(model, stream_fn, StreamOptions(api_key=key), f"{model_id} via {api}")
+
+
+def _stream_fn(api: str) -> StreamFn:
+    """The stream function of ``api`` among the providers pi_core ships."""
+    where = STREAM_FUNCTIONS.get(api)
+    if where is None:
+        served = ", ".join(sorted(STREAM_FUNCTIONS))
+        raise UsageError(f"pi-core has no provider for api {api!r} (it serves {served})")
+    module = importlib.import_module(where[0])
+    stream_fn: StreamFn = getattr(module, where[1])
+    return stream_fn
 
 
 def _proxy(settings: AgentSettings) -> Connection:

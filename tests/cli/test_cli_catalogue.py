@@ -1,0 +1,54 @@
+"""``--model provider/id``: the CLI takes the model, its api and its key from the catalogue."""
+
+from __future__ import annotations
+
+import pytest
+
+from pi_core.cli._setup import AgentSettings, connect
+from pi_core.models import get_model
+from pi_core.providers import anthropic, openai
+
+
+def test_a_catalogue_model_comes_with_its_api_prices_and_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    connection = connect(AgentSettings(provider="catalogue", model="anthropic/claude-sonnet-4-5"))
+    assert connection.model == get_model("anthropic", "claude-sonnet-4-5")
+    assert connection.model.cost.output > 0
+    assert connection.stream_fn is anthropic.stream_anthropic
+    assert connection.options.api_key == "sk-ant-test"
+
+
+def test_the_key_variable_follows_the_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GROQ_API_KEY", "gsk-test")
+    connection = connect(AgentSettings(provider="catalogue", model="groq/llama-3.3-70b-versatile"))
+    assert connection.model.base_url.startswith("https://api.groq.com")
+    assert connection.stream_fn is openai.stream_openai
+    assert connection.options.api_key == "gsk-test"
+
+
+def test_options_override_the_catalogue(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_KEY", "k")
+    settings = AgentSettings(
+        provider="catalogue",
+        model="groq/llama-3.3-70b-versatile",
+        base_url="http://127.0.0.1:9/v1",
+        api="anthropic-messages",
+        api_key_env="MY_KEY",
+    )
+    connection = connect(settings)
+    assert connection.model.base_url == "http://127.0.0.1:9/v1"
+    assert connection.model.api == "anthropic-messages"
+    assert connection.stream_fn is anthropic.stream_anthropic
+
+
+def test_a_provider_and_an_id_use_the_catalogue_when_it_knows_the_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    known = connect(AgentSettings(provider="anthropic", model="claude-sonnet-4-5"))
+    assert known.model.context_window > 0
+    unknown = connect(AgentSettings(provider="anthropic", model="my-fine-tune"))
+    assert (unknown.model.api, unknown.model.provider) == ("anthropic-messages", "anthropic")
+    assert unknown.model.cost.input == 0
