@@ -52,8 +52,8 @@ variable), context window, max output tokens, headers (or null) and compatibilit
 null).
 """
 
-SOURCE_PACKAGE = "{package}"
-SOURCE_VERSION = "{version}"
+CATALOGUE_SOURCE = "{package}"
+CATALOGUE_VERSION = "{version}"
 
 ROWS = r"""
 '''

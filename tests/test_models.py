@@ -15,7 +15,7 @@ import pytest
 
 from pi_core import Model, ModelCost, PiCoreError
 from pi_core.models import (
-    SOURCE_VERSION,
+    CATALOGUE_VERSION,
     ModelNotFoundError,
     api_key_env,
     get_model,
@@ -161,7 +161,7 @@ def test_the_generator_writes_rows_that_read_back(fake_package: Path, tmp_path: 
     generator = load_module(GENERATOR, "_generate_models")
     assert generator.main(["--package", str(fake_package), "--output", str(output)]) == 0
     data = load_module(output, "_fake_models")
-    assert data.SOURCE_VERSION == "9.8.7"
+    assert data.CATALOGUE_VERSION == "9.8.7"
     assert "pi-ai 9.8.7" in output.read_text()
     rows = json.loads(data.ROWS)
     assert rows == [
@@ -175,7 +175,7 @@ def test_the_generator_writes_rows_that_read_back(fake_package: Path, tmp_path: 
 
 def test_the_shipped_data_names_its_source() -> None:
     text = SHIPPED.read_text()
-    assert f"@mariozechner/pi-ai {SOURCE_VERSION} " in text
+    assert f"@mariozechner/pi-ai {CATALOGUE_VERSION} " in text
     assert "scripts/generate_models.py" in text
 
 

@@ -8,8 +8,8 @@ variable), context window, max output tokens, headers (or null) and compatibilit
 null).
 """
 
-SOURCE_PACKAGE = "@mariozechner/pi-ai"
-SOURCE_VERSION = "0.73.1"
+CATALOGUE_SOURCE = "@mariozechner/pi-ai"
+CATALOGUE_VERSION = "0.73.1"
 
 ROWS = r"""
 [

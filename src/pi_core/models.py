@@ -4,8 +4,8 @@
 that selects the provider, the base URL, the context window, the output limit, whether it
 reasons, what input it takes and what its tokens cost (so ``Usage.cost`` is filled in), plus the
 extra headers some providers need. The data is generated from the catalogue of pi-ai, the
-TypeScript Pi's provider package, by ``scripts/generate_models.py``; :data:`SOURCE_VERSION` names
-the pi-ai version it came from.
+TypeScript Pi's provider package, by ``scripts/generate_models.py``; :data:`CATALOGUE_VERSION`
+names the pi-ai version it came from.
 
 Importing :mod:`pi_core` does not load the catalogue; importing this module does not parse it
 either: the data is read on the first lookup and each :class:`~pi_core.Model` is built once, when
@@ -24,11 +24,11 @@ from typing import Any
 
 from ._exceptions import PiCoreError
 from ._messages import Model, ModelCost
-from ._models_data import ROWS, SOURCE_PACKAGE, SOURCE_VERSION
+from ._models_data import CATALOGUE_SOURCE, CATALOGUE_VERSION, ROWS
 
 __all__ = [
-    "SOURCE_PACKAGE",
-    "SOURCE_VERSION",
+    "CATALOGUE_SOURCE",
+    "CATALOGUE_VERSION",
     "ModelNotFoundError",
     "api_key_env",
     "get_model",
