@@ -36,6 +36,7 @@ from ._texts import OPERATION_ABORTED
 from ._tools import AgentTool, AgentToolResult
 from ._validation import validate_tool_arguments
 from .nursery import AbortSignal, Post, fan_out
+from .nursery._cancel import is_stray_cancellation
 
 __all__ = ["ToolBatch"]
 
@@ -64,6 +65,17 @@ def _aborted_job_outcome(_job_index: int) -> Outcome:
 def _failed_outcome(exc: Exception) -> Outcome:
     """The error result of a call whose tool or hook raised; an engine's interruption passes."""
     if is_interruption(exc):
+        raise exc
+    return error_result(str(exc) or type(exc).__name__), True
+
+
+def _stray_cancellation_outcome(exc: BaseException) -> Outcome:
+    """A call's error outcome for a cancellation nothing sent it; re-raise anything else.
+
+    A tool that awaits a task somebody else cancelled (asyncio) gets that task's
+    ``CancelledError``: a failure of the tool, not the run's cancellation.
+    """
+    if not is_stray_cancellation(exc):
         raise exc
     return error_result(str(exc) or type(exc).__name__), True
 
@@ -106,12 +118,16 @@ class _Prepared:
             outcome = _as_outcome(tool, returned)
         except Exception as exc:
             outcome = _failed_outcome(exc)
+        except BaseException as exc:
+            outcome = _stray_cancellation_outcome(exc)
         if batch._config.after_tool_call is None:
             return outcome
         try:
             return await batch._after_tool_call(self, *outcome)
         except Exception as exc:
             return _failed_outcome(exc)
+        except BaseException as exc:
+            return _stray_cancellation_outcome(exc)
 
     def on_update(self, partial: AgentToolResult) -> None:
         """The ``on_update`` the tool gets: a ``tool_execution_update`` for the parent to emit."""
@@ -266,6 +282,10 @@ class ToolBatch:
                 verdict = await self._before_tool_call(call, args)
         except Exception as exc:
             return _failed_outcome(exc)
+        except BaseException as exc:
+            if not is_stray_cancellation(exc, native_cancel_possible=True):
+                raise
+            return error_result(type(exc).__name__), True
         if self._aborted():  # the hook ran while the abort came
             return _aborted_outcome()
         if verdict is not None and verdict.block:

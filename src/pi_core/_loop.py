@@ -42,6 +42,7 @@ from ._messages import (
 from ._options import StreamOptions
 from ._texts import REQUEST_ABORTED
 from .nursery import AbortSignal, EventStream, open_event_stream, unwrap_single_exception
+from .nursery._cancel import is_stray_cancellation
 
 __all__ = [
     "AgentEventStream",
@@ -431,6 +432,8 @@ class _AssistantStream:
             if is_interruption(exc):
                 raise
             return self._failed_message(exc)
+        except BaseException as exc:
+            return self._stray_cancellation_message(exc)
         try:
             return await self._consume(iterator)
         finally:
@@ -450,6 +453,8 @@ class _AssistantStream:
                 if is_interruption(exc):
                     raise
                 return self._failed_message(exc)
+            except BaseException as exc:
+                return self._stray_cancellation_message(exc)
             if event.type == "done":
                 return event.message
             if event.type == "error":
@@ -478,6 +483,16 @@ class _AssistantStream:
     def aborted_message(self) -> AssistantMessage:
         """The reply as far as it came, ended by the abort."""
         return self._final_from_partial("aborted", REQUEST_ABORTED)
+
+    def _stray_cancellation_message(self, exc: BaseException) -> AssistantMessage:
+        """The failed reply for a cancellation nothing sent the run; re-raise anything else.
+
+        A stream function that awaits a task somebody else cancelled (asyncio) gets that task's
+        ``CancelledError``: a failure of the stream, not the run's cancellation.
+        """
+        if not is_stray_cancellation(exc, native_cancel_possible=True):
+            raise exc
+        return self._failed_message(exc)
 
     def _failed_message(self, exc: BaseException) -> AssistantMessage:
         return self._final_from_partial("error", str(exc) or type(exc).__name__)
