@@ -31,7 +31,7 @@ from pi_core import (
     ToolResultMessage,
 )
 from pi_core.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
-from pi_core.testing import check_event_grammar
+from pi_core.testing import check_event_grammar, check_transcript
 from support import Recorder, make_tool
 
 pytestmark = pytest.mark.anyio
@@ -183,7 +183,9 @@ async def test_the_hosts_cancel_scope_still_cancels_a_running_tool() -> None:
             scope.cancel()
     assert scope.cancelled_caught
     assert tool.cancelled
-    assert tool_results(agent) == []  # not turned into an error result
+    [result] = tool_results(agent)  # kept without events, so that every call has a result
+    assert text_of(result).startswith("Tool execution was interrupted (")
+    check_transcript(agent.state.messages)
     assert "agent_end" not in recorder.types
     assert agent.signal is None  # the run settled
 
@@ -244,7 +246,11 @@ async def test_the_hosts_task_cancel_still_cancels(where: str) -> None:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-    assert tool_results(agent) == []
+    results = tool_results(agent)
+    assert [text_of(r) for r in results] == (
+        ["Tool execution was interrupted (CancelledError)"] if where == "tool" else []
+    )
+    check_transcript(agent.state.messages)
     assert agent.signal is None
 
 

@@ -54,6 +54,8 @@ BUSY_PROMPT_TEXT = (
     "or wait for completion."
 )
 BUSY_CONTINUE_TEXT = "Agent is already processing. Wait for completion before continuing."
+INTERRUPTED_TEXT = "Tool execution was interrupted"
+"""The result the Agent keeps for a tool call its run was interrupted in (no events sent)."""
 
 AgentListener = Callable[[AgentEvent, AbortSignal], "Awaitable[None] | None"]
 """``listener(event, signal)``: sync or async; awaited in subscription order."""
@@ -370,9 +372,16 @@ class Agent:
                 context = AgentContext(state.system_prompt, state.messages, list(state.tools))
                 await run_loop(prompts, context, config, self._process_event, active.signal)
             except Exception as exc:
-                if is_interruption(exc):
+                # An engine's interruption passes; after agent_end (a listener raised there)
+                # nothing may follow, so there is no failure lifecycle either.
+                if is_interruption(exc) or self._state._run_ended:
                     raise
                 await self._handle_run_failure(exc, active.signal)
+            except BaseException as exc:
+                # KeyboardInterrupt, the host's cancellation: propagate, sending no events, but
+                # keep a transcript in which every tool call has a result.
+                self._state._answer_open_calls(f"{INTERRUPTED_TEXT} ({type(exc).__name__})")
+                raise
         finally:
             self._state._finish_run()
             self._active = None

@@ -285,7 +285,7 @@ class ToolBatch:
         except BaseException as exc:
             if not is_stray_cancellation(exc, native_cancel_possible=True):
                 raise
-            return error_result(type(exc).__name__), True
+            return error_result(str(exc) or type(exc).__name__), True
         if self._aborted():  # the hook ran while the abort came
             return _aborted_outcome()
         if verdict is not None and verdict.block:

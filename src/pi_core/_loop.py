@@ -54,6 +54,7 @@ __all__ = [
 ]
 
 _NO_TERMINAL_TEXT = "Stream ended without a terminal event"
+_MALFORMED_TEXT = "Malformed stream"
 
 Emit = Callable[[AgentEvent], "Awaitable[None] | None"]
 """``emit(event)``: sync or async; awaited before the run goes on."""
@@ -455,18 +456,23 @@ class _AssistantStream:
                 return self._failed_message(exc)
             except BaseException as exc:
                 return self._stray_cancellation_message(exc)
-            if event.type == "done":
-                return event.message
-            if event.type == "error":
-                return event.error
-            partial = event.partial
-            if event.type == "start":
-                self._started = True
-                agent_event: AgentEvent = MessageStart(partial.shallow_copy())
-            elif self._started:
-                agent_event = MessageUpdate(partial.shallow_copy(), event)
-            else:  # content events before ``start`` are ignored, as upstream
-                continue
+            try:
+                if event.type == "done" or event.type == "error":
+                    return self._terminal_message(event)
+                partial = event.partial
+                if event.type == "start":
+                    if self._started:
+                        return self._malformed("a second start event")
+                    self._started = True
+                    agent_event: AgentEvent = MessageStart(partial.shallow_copy())
+                elif self._started:
+                    agent_event = MessageUpdate(partial.shallow_copy(), event)
+                else:  # content events before ``start`` are ignored, as upstream
+                    continue
+            except AttributeError:  # not an event, or a partial that is not a message
+                return self._malformed(
+                    f"{type(event).__name__} is not an event with a partial message"
+                )
             self._partial = partial
             # The hottest path of a run: the emit is inlined, and so is the abort deferral.
             self._emitting = True
@@ -479,6 +485,23 @@ class _AssistantStream:
                 # Deliver the cancellation here: a stream that hands over its next events
                 # without a checkpoint (a burst of buffered events) would otherwise run on.
                 await anyio.lowlevel.checkpoint()
+
+    def _terminal_message(self, event: Any) -> AssistantMessage:
+        """The final message a ``done`` / ``error`` event carries, if it carries one.
+
+        An ``error`` event with a plain string for its error (a hand-written stream function's
+        slip) fails the reply with that text.
+        """
+        final = event.message if event.type == "done" else event.error
+        if isinstance(final, AssistantMessage):
+            return final
+        if event.type == "error" and isinstance(final, str) and final:
+            return self._final_from_partial("error", final)
+        return self._malformed(f"the {event.type} event carries no final message")
+
+    def _malformed(self, what: str) -> AssistantMessage:
+        """The failed reply of a stream that broke the event grammar."""
+        return self._final_from_partial("error", f"{_MALFORMED_TEXT}: {what}")
 
     def aborted_message(self) -> AssistantMessage:
         """The reply as far as it came, ended by the abort."""

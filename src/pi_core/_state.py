@@ -6,7 +6,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from ._events import AgentEvent, TurnEnd
-from ._messages import AgentMessage, Model, ThinkingLevel
+from ._messages import (
+    AgentMessage,
+    AssistantMessage,
+    Model,
+    TextContent,
+    ThinkingLevel,
+    ToolCall,
+    ToolResultMessage,
+)
 from ._texts import OPERATION_ABORTED
 from .nursery import AbortSignal
 
@@ -26,6 +34,7 @@ class AgentState:
         "_is_streaming",
         "_messages",
         "_pending_tool_calls",
+        "_run_ended",
         "_streaming_message",
         "_tools",
         "model",
@@ -50,6 +59,8 @@ class AgentState:
         self._streaming_message: AgentMessage | None = None
         self._pending_tool_calls: frozenset[str] = frozenset()
         self._error_message: str | None = None
+        self._run_ended = False
+        """Whether the current run's ``agent_end`` was delivered: nothing may follow it."""
 
     @property
     def tools(self) -> list[Any]:
@@ -90,6 +101,7 @@ class AgentState:
         return self._error_message
 
     def _start_run(self) -> None:
+        self._run_ended = False
         self._is_streaming = True
         self._streaming_message = None
         self._error_message = None
@@ -120,6 +132,31 @@ class AgentState:
             self._reduce_turn_end(event, signal)
         elif event.type == "agent_end":
             self._streaming_message = None
+            self._run_ended = True
+
+    def _answer_open_calls(self, text: str) -> None:
+        """Give every tool call of the last assistant message that has no result an error result.
+
+        For a run cut short by something that is no failure of the run (``KeyboardInterrupt``,
+        the host's cancellation): no events are sent for these results, but the transcript the
+        Agent keeps answers every call, so ``continue_()`` can resume from it.
+        """
+        messages = self._messages
+        answered: set[str] = set()
+        for index in range(len(messages) - 1, -1, -1):
+            message = messages[index]
+            if isinstance(message, ToolResultMessage):
+                answered.add(message.tool_call_id)
+            elif isinstance(message, AssistantMessage):
+                break
+        else:
+            return
+        if message.stop_reason in ("error", "aborted"):
+            return  # providers skip such a message whole
+        for block in message.content:
+            if isinstance(block, ToolCall) and block.id not in answered:
+                result = ToolResultMessage(block.id, block.name, [TextContent(text)], {}, True)
+                messages.append(result)
 
     def _reduce_turn_end(self, event: TurnEnd, signal: AbortSignal) -> None:
         message = event.message
