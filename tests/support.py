@@ -23,7 +23,7 @@ from pi_core import (
     TextStart,
     ToolCall,
 )
-from pi_core.providers.faux import FauxProvider
+from pi_core.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -70,6 +70,16 @@ def make_tool(
 def faux() -> FauxProvider:
     """A faux provider with one model, seeded for repeatable chunking."""
     return FauxProvider(seed=1)
+
+
+def calls_then_text(*names: str) -> FauxProvider:
+    """A faux provider whose first reply calls the named tools (ids c0, c1 …), then says "after"."""
+    provider = faux()
+    calls = [faux_tool_call(name, {}, id=f"c{i}") for i, name in enumerate(names)]
+    provider.set_responses(
+        [faux_assistant_message(calls, stop_reason="toolUse"), faux_assistant_message("after")]
+    )
+    return provider
 
 
 def call(name: str, call_id: str, **arguments: Any) -> ToolCall:

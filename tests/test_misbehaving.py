@@ -35,9 +35,9 @@ from pi_core import (
     UserMessage,
     run_agent_loop,
 )
-from pi_core.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
+from pi_core.providers.faux import FauxProvider, faux_assistant_message
 from pi_core.testing import check_event_grammar, check_transcript
-from support import Recorder, make_tool
+from support import Recorder, calls_then_text, make_tool
 
 pytestmark = pytest.mark.anyio
 
@@ -50,15 +50,6 @@ class ListenerBroke(Exception):
 
 class Interrupt(BaseException):
     """Stands for ``KeyboardInterrupt`` / ``SystemExit``: not an ``Exception``."""
-
-
-def calls_then_text(*names: str) -> FauxProvider:
-    provider = FauxProvider(seed=1)
-    calls = [faux_tool_call(name, {}, id=f"c{i}") for i, name in enumerate(names)]
-    provider.set_responses(
-        [faux_assistant_message(calls, stop_reason="toolUse"), faux_assistant_message("after")]
-    )
-    return provider
 
 
 # --- listeners ------------------------------------------------------------------------------------

@@ -30,9 +30,9 @@ from pi_core import (
     TextStart,
     ToolResultMessage,
 )
-from pi_core.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
+from pi_core.providers.faux import FauxProvider
 from pi_core.testing import check_event_grammar, check_transcript
-from support import Recorder, make_tool
+from support import BlockingStream, Recorder, calls_then_text, make_tool
 
 pytestmark = pytest.mark.anyio
 
@@ -53,15 +53,6 @@ async def await_a_cancelled_task() -> None:
 async def stray_tool(tool_call_id: str, params: Any, signal: Any, on_update: Any) -> str:
     await await_a_cancelled_task()
     return "unreachable"
-
-
-def one_call_then_text(*names: str) -> FauxProvider:
-    provider = FauxProvider(seed=1)
-    calls = [faux_tool_call(name, {}, id=f"c{i}") for i, name in enumerate(names)]
-    provider.set_responses(
-        [faux_assistant_message(calls, stop_reason="toolUse"), faux_assistant_message("after")]
-    )
-    return provider
 
 
 def agent_for(provider: FauxProvider, *tools: Any, **options: Any) -> tuple[Agent, Recorder]:
@@ -85,7 +76,7 @@ def text_of(message: ToolResultMessage | AssistantMessage) -> str:
 async def test_a_stray_cancellation_is_the_tools_error(
     mode: str, tool_timeout: float | None
 ) -> None:
-    provider = one_call_then_text("stray", "fine")
+    provider = calls_then_text("stray", "fine")
     agent, recorder = agent_for(
         provider,
         make_tool("stray", stray_tool, timeout=tool_timeout),
@@ -111,7 +102,7 @@ async def test_a_stray_cancellation_in_after_tool_call_is_the_calls_error() -> N
     async def after(context: Any, signal: Any) -> None:
         await await_a_cancelled_task()
 
-    agent, recorder = agent_for(one_call_then_text("t"), make_tool("t"), after_tool_call=after)
+    agent, recorder = agent_for(calls_then_text("t"), make_tool("t"), after_tool_call=after)
     with anyio.fail_after(5):
         await agent.prompt("go")
     check_event_grammar(recorder.events)
@@ -175,7 +166,7 @@ class CancelledTool:
 
 async def test_the_hosts_cancel_scope_still_cancels_a_running_tool() -> None:
     tool = CancelledTool()
-    agent, recorder = agent_for(one_call_then_text("wait"), make_tool("wait", tool))
+    agent, recorder = agent_for(calls_then_text("wait"), make_tool("wait", tool))
     with anyio.fail_after(5), anyio.CancelScope() as scope:
         async with anyio.create_task_group() as group:
             group.start_soon(agent.prompt, "go")
@@ -192,7 +183,7 @@ async def test_the_hosts_cancel_scope_still_cancels_a_running_tool() -> None:
 
 async def test_an_abort_still_cancels_a_running_tool() -> None:
     tool = CancelledTool()
-    agent, recorder = agent_for(one_call_then_text("wait"), make_tool("wait", tool))
+    agent, recorder = agent_for(calls_then_text("wait"), make_tool("wait", tool))
     with anyio.fail_after(5):
         async with anyio.create_task_group() as group:
             group.start_soon(agent.prompt, "go")
@@ -204,20 +195,12 @@ async def test_an_abort_still_cancels_a_running_tool() -> None:
 
 
 async def test_the_hosts_cancel_scope_still_cancels_the_stream() -> None:
-    started = anyio.Event()
-
-    async def waiting_stream(
-        model: Model, context: Context, options: StreamOptions
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        yield StreamStart(AssistantMessage([], model.api, model.provider, model.id))
-        started.set()
-        await anyio.sleep_forever()
-
-    agent = Agent(model=Model("m", api="a", provider="p"), stream_fn=waiting_stream)
+    stream = BlockingStream()
+    agent = Agent(model=Model("m", api="a", provider="p"), stream_fn=stream)
     with anyio.fail_after(5), anyio.CancelScope() as scope:
         async with anyio.create_task_group() as group:
             group.start_soon(agent.prompt, "go")
-            await started.wait()
+            await stream.started.wait()
             scope.cancel()
     assert scope.cancelled_caught
     assert [m.role for m in agent.state.messages] == ["user"]
@@ -228,21 +211,13 @@ async def test_the_hosts_cancel_scope_still_cancels_the_stream() -> None:
 async def test_the_hosts_task_cancel_still_cancels(where: str) -> None:
     """``Task.cancel()`` on the task running ``prompt()`` (asyncio's own way to cancel)."""
     tool = CancelledTool()
-    started = anyio.Event()
-
-    async def waiting_stream(
-        model: Model, context: Context, options: StreamOptions
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        yield StreamStart(AssistantMessage([], model.api, model.provider, model.id))
-        started.set()
-        await anyio.sleep_forever()
-
-    provider = one_call_then_text("wait")
-    stream_fn = provider.stream if where == "tool" else waiting_stream
+    stream = BlockingStream()
+    provider = calls_then_text("wait")
+    stream_fn = provider.stream if where == "tool" else stream
     agent = Agent(model=provider.models[0], stream_fn=stream_fn, tools=[make_tool("wait", tool)])
     task = asyncio.ensure_future(agent.prompt("go"))
     with anyio.fail_after(5):
-        await (tool.running if where == "tool" else started).wait()
+        await (tool.running if where == "tool" else stream.started).wait()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -258,7 +233,7 @@ async def test_a_tool_returning_normally_is_unaffected() -> None:
     async def fine(tool_call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult:
         return AgentToolResult([TextContent("ok")])
 
-    agent, recorder = agent_for(one_call_then_text("fine"), make_tool("fine", fine))
+    agent, recorder = agent_for(calls_then_text("fine"), make_tool("fine", fine))
     with anyio.fail_after(5):
         await agent.prompt("go")
     check_event_grammar(recorder.events)
