@@ -3,26 +3,17 @@
 The driver :func:`stream_sse` owns everything between a request and the terminal event: it sends
 the request, checks the status, decodes server-sent events, hands each one to a provider's
 :class:`EventMapper`, and turns every failure into a ``StreamError``. It never yields inside a
-cancel scope: each await on the network gets its own short scope (see :class:`RequestGuard`), so
-an abort or a timeout stops the request at once without the scope leaking into the consumer's
-code between events (the hazard of cancel scopes in async generators, PEP 789).
+cancel scope: the request is an ``HttpCall`` (``pi_core._http``), whose every await on the network
+gets its own short scope, so an abort or a timeout stops the request at once without a scope
+leaking into the consumer's code between events.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
-from collections.abc import (
-    AsyncGenerator,
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Iterable,
-    Iterator,
-    Mapping,
-)
-from typing import Any, Protocol, TypeVar
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
+from typing import Any, Protocol
 
 import anyio
 import attrs
@@ -30,16 +21,14 @@ import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
 from .._events import AssistantMessageEvent
+from .._http import HttpCall, RequestAborted, RequestGuard, RequestTimedOut
 from .._messages import Model, Usage, UsageCost
 from .._options import StreamOptions
 from .._texts import REQUEST_ABORTED
-from ..nursery import AbortSignal
 from ._partial import PartialMessage
 
 __all__ = [
-    "DEFAULT_HTTP_TIMEOUT",
     "EventMapper",
-    "RequestGuard",
     "RequestSpec",
     "StreamFailure",
     "describe_exception",
@@ -52,26 +41,13 @@ __all__ = [
     "stream_sse",
 ]
 
-T = TypeVar("T")
-
-DEFAULT_HTTP_TIMEOUT = httpx.Timeout(600.0, connect=30.0)
-"""Timeouts of the client a provider creates when none is passed: a reasoning model can be silent
-for minutes, so reads may take long; ``StreamOptions.timeout`` bounds the whole request."""
-
 _MAX_BODY_TEXT = 500
+_MAX_ERROR_BODY = 64 * 1024
 _DRAIN_GRACE = 2.0
 
 
 class StreamFailure(Exception):
     """A failure with a message meant for ``AssistantMessage.error_message`` as it is."""
-
-
-class RequestAborted(Exception):
-    """The abort signal fired while the request was under way."""
-
-
-class RequestTimedOut(Exception):
-    """``StreamOptions.timeout`` passed while the request was under way."""
 
 
 @attrs.frozen
@@ -219,56 +195,6 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-# --- abort and deadline -------------------------------------------------------------------------
-
-
-class RequestGuard:
-    """Abort and timeout for one request, applied to each network await separately.
-
-    ``await guard.call(fn, ...)`` runs ``fn`` inside ``signal.scope()`` with the request's
-    deadline, and raises :class:`RequestAborted` or :class:`RequestTimedOut` when either fired,
-    also when ``fn`` finished from buffered data without reaching a checkpoint.
-    """
-
-    __slots__ = ("_deadline", "_signal", "_timeout")
-
-    def __init__(self, signal: AbortSignal | None, timeout: float | None) -> None:
-        self._signal = signal
-        self._timeout = timeout
-        self._deadline = anyio.current_time() + timeout if timeout is not None else math.inf
-
-    @property
-    def timeout(self) -> float | None:
-        """The timeout in seconds, or ``None``."""
-        return self._timeout
-
-    def check(self) -> None:
-        """Raise if the signal has aborted or the deadline has passed."""
-        if self._signal is not None and self._signal.aborted:
-            raise RequestAborted
-        if anyio.current_time() >= self._deadline:
-            raise RequestTimedOut
-
-    async def call(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
-        """``await fn(*args, **kwargs)``, cancelled at once by an abort or the deadline."""
-        self.check()
-        if self._signal is None:
-            with anyio.CancelScope(deadline=self._deadline):
-                return await self._checked(fn(*args, **kwargs))
-        else:
-            with self._signal.scope() as scope:
-                scope.deadline = self._deadline
-                return await self._checked(fn(*args, **kwargs))
-        # Reached only when a scope above caught its cancellation: name the cause.
-        self.check()
-        raise RequestTimedOut  # the deadline fell a hair before current_time() moved past it
-
-    async def _checked(self, awaitable: Awaitable[T]) -> T:
-        result = await awaitable
-        self.check()  # the await may have finished from buffered data, never checkpointing
-        return result
-
-
 # --- the driver ---------------------------------------------------------------------------------
 
 
@@ -288,22 +214,20 @@ async def stream_sse(
     # One function on purpose: the response and the SSE iterator must be closed by this
     # generator's own ``finally``, not by a nested generator left to the garbage collector.
     guard = RequestGuard(options.signal, options.timeout)
-    http = client if client is not None else httpx.AsyncClient(timeout=DEFAULT_HTTP_TIMEOUT)
-    response: httpx.Response | None = None
-    sse_events: AsyncGenerator[ServerSentEvent, None] | None = None
+    call = HttpCall(guard, client)
     try:
         guard.check()
         spec = prepare()
-        request = http.build_request("POST", spec.url, headers=spec.headers, content=spec.encode())
-        response = await guard.call(http.send, request, stream=True)
-        await _check_response(response, guard)
+        await call.send(spec.url, spec.headers, spec.encode())
+        await _check_response(call)
         yield partial.start()
-        sse_events = EventSource(response).aiter_sse()
-        while (sse := await guard.call(anext, sse_events, None)) is not None:
+        assert call.response is not None
+        sse_events = call.read_body(EventSource(call.response).aiter_sse())
+        while (sse := await call.next(sse_events)) is not None:
             for event in _mapped(mapper, sse):
                 yield event
             if mapper.done:
-                await _drain(sse_events, guard)
+                await _drain(call, sse_events)
                 break
         for event in mapper.finish():
             yield event
@@ -311,17 +235,11 @@ async def stream_sse(
     except RequestAborted:
         yield partial.fail("aborted", REQUEST_ABORTED)
     except RequestTimedOut:
-        yield partial.fail("error", f"Request timed out after {guard.timeout:g} s")
+        yield partial.fail("error", guard.timed_out_text())
     except Exception as exc:  # the protocol: failures are events, never exceptions
         yield partial.fail("error", describe_exception(exc))
     finally:
-        with anyio.CancelScope(shield=True):
-            if sse_events is not None:
-                await _discard(sse_events)
-            if response is not None:
-                await response.aclose()
-            if client is None:
-                await http.aclose()
+        await call.close()
 
 
 def _mapped(mapper: EventMapper, sse: ServerSentEvent) -> Iterator[AssistantMessageEvent]:
@@ -337,37 +255,24 @@ def _mapped(mapper: EventMapper, sse: ServerSentEvent) -> Iterator[AssistantMess
         ) from exc
 
 
-async def _drain(events: AsyncGenerator[ServerSentEvent, None], guard: RequestGuard) -> None:
+async def _drain(call: HttpCall, events: AsyncIterator[ServerSentEvent]) -> None:
     """Read on after the end marker to the end of the body, so the connection can be reused.
 
     Servers end the body right after the marker; one that keeps it open gets
     ``_DRAIN_GRACE`` seconds. Events after the marker are ignored.
     """
     with anyio.move_on_after(_DRAIN_GRACE):
-        while await guard.call(anext, events, None) is not None:
+        while await call.next(events) is not None:
             pass
 
 
-async def _discard(events: AsyncGenerator[ServerSentEvent, None]) -> None:
-    """Finish an SSE iterator that was left early (abort, error), and httpx's generators under it.
-
-    Closing only the outermost generator would leave httpx's inner body generators suspended,
-    to be collected later (trio warns about each). Reading on inside a cancelled scope lets the
-    cancellation strike at the next network read, deep in the chain, which ends every
-    generator of it; buffered events read meanwhile are dropped.
-    """
-    with anyio.CancelScope() as scope:
-        scope.cancel()
-        while await anext(events, None) is not None:
-            pass
-    await events.aclose()
-
-
-async def _check_response(response: httpx.Response, guard: RequestGuard) -> None:
+async def _check_response(call: HttpCall) -> None:
     """Raise :class:`StreamFailure` for an error status or a body that is not an event stream."""
+    response = call.response
+    assert response is not None
     if response.is_success and _is_event_stream(response):
         return
-    body = await guard.call(response.aread)
+    body = await call.read_capped(_MAX_ERROR_BODY)
     if not response.is_success:
         raise StreamFailure(http_error_message(response.status_code, body))
     # Some servers answer 200 with a JSON error instead of a stream.
