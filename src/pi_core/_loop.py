@@ -39,7 +39,7 @@ from ._messages import (
     ToolCall,
     ToolResultMessage,
 )
-from ._options import StreamOptions
+from ._options import StreamOptions, close_stream, open_stream
 from ._texts import REQUEST_ABORTED
 from .nursery import AbortSignal, EventStream, open_event_stream, unwrap_single_exception
 from .nursery._cancel import is_stray_cancellation
@@ -425,10 +425,7 @@ class _AssistantStream:
             run.options if get_api_key is None else await run.options_with_api_key(get_api_key)
         )
         try:
-            events = run.config.stream_fn(run.model, context, options)
-            if needs_await(events):
-                events = await events
-            iterator = aiter(events)
+            iterator = await open_stream(run.config.stream_fn, run.model, context, options)
         except Exception as exc:
             if is_interruption(exc):
                 raise
@@ -438,9 +435,7 @@ class _AssistantStream:
         try:
             return await self._consume(iterator)
         finally:
-            aclose = getattr(iterator, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await close_stream(iterator)
 
     async def _consume(self, iterator: AsyncIterator[AssistantMessageEvent]) -> AssistantMessage:
         emit = self._run.emit

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
+from inspect import isawaitable
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
@@ -14,7 +15,14 @@ from .nursery import AbortSignal
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-__all__ = ["CacheRetention", "StreamFn", "StreamOptions", "StreamResult"]
+__all__ = [
+    "CacheRetention",
+    "StreamFn",
+    "StreamOptions",
+    "StreamResult",
+    "close_stream",
+    "open_stream",
+]
 
 CacheRetention = Literal["none", "short", "long"]
 
@@ -46,3 +54,22 @@ StreamFn: TypeAlias = Callable[[Model, Context, StreamOptions], StreamResult]
 """``stream_fn(model, context, options)``: an async iterable of :data:`AssistantMessageEvent`
 (typically an async generator), or an awaitable of one. It ends with exactly one
 :class:`StreamDone` or :class:`StreamError` and should encode failures as the latter."""
+
+
+async def open_stream(
+    stream_fn: StreamFn, model: Model, context: Context, options: StreamOptions
+) -> AsyncIterator[AssistantMessageEvent]:
+    """Call ``stream_fn`` and return an iterator over its events (awaiting it first if it
+    returned an awaitable); whatever it raises propagates. Close the iterator with
+    :func:`close_stream`."""
+    events = stream_fn(model, context, options)
+    if isawaitable(events):
+        events = await events
+    return aiter(events)
+
+
+async def close_stream(iterator: AsyncIterator[AssistantMessageEvent]) -> None:
+    """Close an iterator from :func:`open_stream` (an async generator's ``finally`` runs now)."""
+    aclose = getattr(iterator, "aclose", None)
+    if aclose is not None:
+        await aclose()

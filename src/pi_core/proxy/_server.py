@@ -12,14 +12,13 @@ import hmac
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from inspect import isawaitable
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import jiter
 
 from .._messages import Model
-from .._options import StreamFn, StreamOptions
+from .._options import StreamFn, StreamOptions, close_stream, open_stream
 from .._registry import stream_simple
 from ..nursery import AbortController
 from ..serialization import from_dict
@@ -267,7 +266,7 @@ async def _send_events(
     body. Whatever the stream function does, the client gets exactly one terminal event."""
     encoder = WireEncoder()
     try:
-        iterator = await _open_events(stream_fn, request, options)
+        iterator = await open_stream(stream_fn, request.model, request.context, options)
     except Exception as exc:
         await _send_chunk(send, encoder.failure(_exception_text(exc)))
     else:
@@ -275,19 +274,8 @@ async def _send_events(
             while not encoder.finished:
                 await _send_chunk(send, await _next_chunk(iterator, encoder))
         finally:
-            aclose = getattr(iterator, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await close_stream(iterator)
     await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-
-async def _open_events(
-    stream_fn: StreamFn, request: ProxyRequest, options: StreamOptions
-) -> AsyncIterator[Any]:
-    events = stream_fn(request.model, request.context, options)
-    if isawaitable(events):
-        events = await events
-    return aiter(events)
 
 
 async def _next_chunk(iterator: AsyncIterator[Any], encoder: WireEncoder) -> bytes:
