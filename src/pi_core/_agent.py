@@ -45,6 +45,7 @@ from ._options import StreamFn, StreamOptions
 from ._queue import MessageQueue, QueueMode, check_queue_mode
 from ._registry import stream_simple
 from ._state import AgentState
+from ._texts import exception_text
 from .nursery import AbortController, AbortSignal
 
 __all__ = ["Agent", "AgentListener"]
@@ -396,7 +397,7 @@ class Agent:
             model.provider,
             model.id,
             stop_reason="aborted" if signal.aborted else "error",
-            error_message=str(exc) or type(exc).__name__,
+            error_message=exception_text(exc),
             timestamp=self.clock(),
         )
         for event in (

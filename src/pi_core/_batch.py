@@ -32,7 +32,7 @@ from ._hooks import (
 )
 from ._interrupt import is_interruption
 from ._messages import AgentContext, AssistantMessage, TextContent, ToolCall, ToolResultMessage
-from ._texts import OPERATION_ABORTED
+from ._texts import OPERATION_ABORTED, exception_text
 from ._tools import AgentTool, AgentToolResult
 from ._validation import validate_tool_arguments
 from .nursery import AbortSignal, Post, fan_out
@@ -66,7 +66,7 @@ def _failed_outcome(exc: Exception) -> Outcome:
     """The error result of a call whose tool or hook raised; an engine's interruption passes."""
     if is_interruption(exc):
         raise exc
-    return error_result(str(exc) or type(exc).__name__), True
+    return error_result(exception_text(exc)), True
 
 
 def _stray_cancellation_outcome(exc: BaseException) -> Outcome:
@@ -77,7 +77,7 @@ def _stray_cancellation_outcome(exc: BaseException) -> Outcome:
     """
     if not is_stray_cancellation(exc):
         raise exc
-    return error_result(str(exc) or type(exc).__name__), True
+    return error_result(exception_text(exc)), True
 
 
 class _Prepared:
@@ -285,7 +285,7 @@ class ToolBatch:
         except BaseException as exc:
             if not is_stray_cancellation(exc, native_cancel_possible=True):
                 raise
-            return error_result(str(exc) or type(exc).__name__), True
+            return error_result(exception_text(exc)), True
         if self._aborted():  # the hook ran while the abort came
             return _aborted_outcome()
         if verdict is not None and verdict.block:

@@ -40,7 +40,7 @@ from ._messages import (
     ToolResultMessage,
 )
 from ._options import StreamOptions, close_stream, open_stream
-from ._texts import REQUEST_ABORTED
+from ._texts import NO_TERMINAL_EVENT, REQUEST_ABORTED, exception_text
 from .nursery import AbortSignal, EventStream, open_event_stream, unwrap_single_exception
 from .nursery._cancel import is_stray_cancellation
 
@@ -53,7 +53,6 @@ __all__ = [
     "run_agent_loop_continue",
 ]
 
-_NO_TERMINAL_TEXT = "Stream ended without a terminal event"
 _MALFORMED_TEXT = "Malformed stream"
 
 Emit = Callable[[AgentEvent], "Awaitable[None] | None"]
@@ -444,7 +443,7 @@ class _AssistantStream:
             try:
                 event = await next_event()
             except StopAsyncIteration:
-                return self._failed_message(RuntimeError(_NO_TERMINAL_TEXT))
+                return self._failed_message(RuntimeError(NO_TERMINAL_EVENT))
             except Exception as exc:
                 if is_interruption(exc):
                     raise
@@ -513,7 +512,7 @@ class _AssistantStream:
         return self._failed_message(exc)
 
     def _failed_message(self, exc: BaseException) -> AssistantMessage:
-        return self._final_from_partial("error", str(exc) or type(exc).__name__)
+        return self._final_from_partial("error", exception_text(exc))
 
     def _final_from_partial(self, stop_reason: Any, error_message: str) -> AssistantMessage:
         partial = self._partial

@@ -1,11 +1,27 @@
-"""Upstream's texts for aborted work, word for word: models and callers see them in transcripts."""
+"""Texts that reach transcripts and error messages, and the small helpers that shape them.
+
+The aborted texts are upstream's, word for word: models and callers see them in transcripts.
+"""
 
 from __future__ import annotations
 
-__all__ = ["OPERATION_ABORTED", "REQUEST_ABORTED"]
+__all__ = ["NO_TERMINAL_EVENT", "OPERATION_ABORTED", "REQUEST_ABORTED", "clip", "exception_text"]
 
 REQUEST_ABORTED = "Request was aborted"
 """The error of an assistant message whose model call was aborted."""
 
 OPERATION_ABORTED = "Operation aborted"
 """The error result of a tool call cut short (or never started) by an abort."""
+
+NO_TERMINAL_EVENT = "Stream ended without a terminal event"
+"""The error of a reply whose stream ended with neither ``done`` nor ``error``."""
+
+
+def exception_text(exc: BaseException) -> str:
+    """An exception's message, or its type's name when the message is empty."""
+    return str(exc) or type(exc).__name__
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters, an ellipsis marking a cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

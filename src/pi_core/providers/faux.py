@@ -43,6 +43,7 @@ from .._messages import (
 )
 from .._options import StreamOptions
 from .._registry import get_provider, register_provider, unregister_provider
+from .._texts import exception_text
 from ._faux_stream import (
     PartialReply,
     aborted,
@@ -327,7 +328,7 @@ class FauxProvider:
             final = self._adopt(message, model)
             final.usage = self._estimate_usage(context, final, options)
         except Exception as exc:  # a broken script is an error reply, as upstream reports it
-            return StreamError("error", self._error_message(model, str(exc) or type(exc).__name__))
+            return StreamError("error", self._error_message(model, exception_text(exc)))
         return final
 
     def _adopt(self, message: object, model: Model) -> AssistantMessage:

@@ -20,6 +20,7 @@ import jiter
 from .._messages import Model
 from .._options import StreamFn, StreamOptions, close_stream, open_stream
 from .._registry import stream_simple
+from .._texts import NO_TERMINAL_EVENT, exception_text
 from ..nursery import AbortController
 from ..serialization import from_dict
 from ._wire import ProxyRequest, WireEncoder
@@ -41,7 +42,6 @@ DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
 _log = logging.getLogger("pi_core.proxy")
 
 _PATH = "/api/stream"
-_NO_TERMINAL = "Stream ended without a terminal event"
 _MAX_ERROR_TEXT = 2000
 _CLIENT_GONE = "the proxy client disconnected"
 _STREAM_START = {
@@ -283,7 +283,7 @@ async def _next_chunk(iterator: AsyncIterator[Any], encoder: WireEncoder) -> byt
     try:
         return encoder.encode(await anext(iterator))
     except StopAsyncIteration:
-        return encoder.failure(_NO_TERMINAL)
+        return encoder.failure(NO_TERMINAL_EVENT)
     except Exception as exc:
         return encoder.failure(_exception_text(exc))
 
@@ -295,7 +295,7 @@ async def _send_chunk(send: Send, data: bytes) -> None:
 def _exception_text(exc: Exception) -> str:
     # The log gets the type only: a message can hold a URL with a key in it.
     _log.warning("the proxied stream function raised %s", type(exc).__name__)
-    return str(exc) or type(exc).__name__
+    return exception_text(exc)
 
 
 def _clip(text: str) -> str:
