@@ -51,6 +51,7 @@ from ._messages import (
     ToolResultMessage,
     UserMessage,
 )
+from ._texts import clip
 from ._tools import AgentTool
 
 __all__ = ["dumps", "from_dict", "loads", "register_message", "to_dict", "unregister_message"]
@@ -498,9 +499,8 @@ def _type_name(cls: object) -> str:
     return re.sub(r"(?:\w+\.)+", "", repr(cls))  # drop module paths: list[UserMessage | ...]
 
 
-def _preview(value: object, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def _preview(value: object) -> str:
+    return clip(repr(value), 60)
 
 
 # --- JSON text ------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from .._messages import (
 )
 from .._options import StreamOptions, StreamResult
 from .._registry import register_provider
-from .._texts import OPERATION_ABORTED
+from .._texts import OPERATION_ABORTED, clip
 from ..providers.faux import (
     FauxProvider,
     faux_assistant_message,
@@ -210,4 +210,4 @@ def _result_text(result: ToolResultMessage) -> str:
 
 def _shorten(text: str, limit: int) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(text, limit)

@@ -33,7 +33,7 @@ from .._events import (
     TurnEnd,
 )
 from .._messages import AssistantMessage, TextContent, UserMessage
-from .._texts import OPERATION_ABORTED
+from .._texts import OPERATION_ABORTED, clip
 from .._tools import AgentToolResult
 from ..nursery import AbortSignal
 
@@ -245,17 +245,17 @@ class LiveRenderer:
 
     def _tool_start(self, event: ToolExecutionStart) -> None:
         self._tool_started[event.tool_call_id] = time.perf_counter()
-        args = _shorten(json.dumps(event.args, ensure_ascii=False), _ARGS_LIMIT)
+        args = clip(json.dumps(event.args, ensure_ascii=False), _ARGS_LIMIT)
         self._line(f"  → {self.style.cyan(event.tool_name)} {self.style.dim(args)}")
 
     def _tool_update(self, event: ToolExecutionUpdate) -> None:
-        progress = _shorten(_result_text(event.partial_result), _RESULT_LIMIT)
+        progress = clip(_result_text(event.partial_result), _RESULT_LIMIT)
         self._line(self.style.dim(f"  ⋯ {event.tool_name}: {progress}"))
 
     def _tool_end(self, event: ToolExecutionEnd) -> None:
         started = self._tool_started.pop(event.tool_call_id, None)
         took = _duration(time.perf_counter() - started) if started is not None else "?"
-        preview = _shorten(_result_text(event.result), _RESULT_LIMIT)
+        preview = clip(_result_text(event.result), _RESULT_LIMIT)
         mark = self.style.red("✗") if event.is_error else self.style.green("✓")
         took = self.style.dim(f"({took})")
         self._line(f"  {mark} {self.style.cyan(event.tool_name)}: {preview} {took}")
@@ -305,10 +305,6 @@ def _user_text(message: UserMessage) -> str:
     if isinstance(message.content, str):
         return message.content
     return " ".join(block.text for block in message.content if isinstance(block, TextContent))
-
-
-def _shorten(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _duration(seconds: float) -> str:

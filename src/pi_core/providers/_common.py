@@ -24,7 +24,7 @@ from .._events import AssistantMessageEvent
 from .._http import HttpCall, RequestAborted, RequestGuard, RequestTimedOut
 from .._messages import Model, Usage, UsageCost
 from .._options import StreamOptions
-from .._texts import REQUEST_ABORTED
+from .._texts import REQUEST_ABORTED, clip
 from ._partial import PartialMessage
 
 __all__ = [
@@ -132,10 +132,10 @@ def parse_event_json(sse: ServerSentEvent) -> dict[str, Any]:
     try:
         value = json.loads(sse.data)
     except ValueError as exc:
-        raise StreamFailure(f"Malformed stream data: {exc} in {_clip(sse.data, 200)!r}") from None
+        raise StreamFailure(f"Malformed stream data: {exc} in {clip(sse.data, 200)!r}") from None
     if not isinstance(value, dict):
         raise StreamFailure(
-            f"Malformed stream data: expected a JSON object in {_clip(sse.data, 200)!r}"
+            f"Malformed stream data: expected a JSON object in {clip(sse.data, 200)!r}"
         )
     return value
 
@@ -172,7 +172,7 @@ def http_error_message(status_code: int, body: bytes) -> str:
         detail = error_text(json.loads(text))
     except ValueError:
         detail = None
-    return f"{head}: {detail or _clip(text, _MAX_BODY_TEXT)}"
+    return f"{head}: {detail or clip(text, _MAX_BODY_TEXT)}"
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -189,10 +189,6 @@ def describe_exception(exc: BaseException) -> str:
 def _colon(exc: BaseException) -> str:
     text = str(exc)
     return f": {text}" if text else ""
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
 
 
 # --- the driver ---------------------------------------------------------------------------------
@@ -251,7 +247,7 @@ def _mapped(mapper: EventMapper, sse: ServerSentEvent) -> Iterator[AssistantMess
         raise
     except (LookupError, TypeError, AttributeError, ValueError) as exc:
         raise StreamFailure(
-            f"Malformed stream data: {type(exc).__name__}: {exc} in {_clip(sse.data, 200)!r}"
+            f"Malformed stream data: {type(exc).__name__}: {exc} in {clip(sse.data, 200)!r}"
         ) from exc
 
 
@@ -284,7 +280,7 @@ async def _check_response(call: HttpCall) -> None:
     raise StreamFailure(
         detail
         or f"Expected an event stream, got {content_type or 'no content type'}: "
-        f"{_clip(body.decode('utf-8', 'replace'), _MAX_BODY_TEXT)}"
+        f"{clip(body.decode('utf-8', 'replace'), _MAX_BODY_TEXT)}"
     )
 
 

@@ -33,10 +33,13 @@ from .._events import (
 )
 from .._exceptions import ProxyError
 from .._messages import AssistantMessage, Model, TextContent, ThinkingContent, ToolCall, Usage
+from .._texts import clip
 from ..serialization import from_dict
 
 __all__ = ["WireDecoder", "parse_streaming_json"]
 
+_PREVIEW = 200
+"""Characters of a malformed event quoted in an error."""
 _log = logging.getLogger("pi_core.proxy")
 
 _DATA = b"data: "
@@ -98,9 +101,13 @@ class WireDecoder:
         try:
             data = json.loads(payload)
         except ValueError as exc:
-            raise ProxyError(f"Invalid JSON in proxy stream: {exc}: {_clip(payload)}") from None
+            raise ProxyError(
+                f"Invalid JSON in proxy stream: {exc}: {clip(payload, _PREVIEW)}"
+            ) from None
         if not isinstance(data, dict):
-            raise ProxyError(f"Malformed proxy event: expected a JSON object: {_clip(payload)}")
+            raise ProxyError(
+                f"Malformed proxy event: expected a JSON object: {clip(payload, _PREVIEW)}"
+            )
         event = self._event(data)
         if event is None:
             return
@@ -116,10 +123,12 @@ class WireDecoder:
     def _event(self, data: dict[str, Any]) -> AssistantMessageEvent | None:
         kind = data.get("type")
         if not isinstance(kind, str):
-            raise ProxyError(f"Malformed proxy event: no type in {_clip(json.dumps(data))}")
+            raise ProxyError(
+                f"Malformed proxy event: no type in {clip(json.dumps(data), _PREVIEW)}"
+            )
         handler = _HANDLERS.get(kind)
         if handler is None:
-            _log.warning("Unhandled proxy event type: %s", _clip(kind))
+            _log.warning("Unhandled proxy event type: %s", clip(kind, _PREVIEW))
             return None
         return handler(self, data)
 
@@ -199,7 +208,7 @@ class WireDecoder:
         error_message = data.get("errorMessage")
         if error_message is not None and not isinstance(error_message, str):
             raise ProxyError(
-                f"Malformed proxy event error: errorMessage is {_clip(repr(error_message))}"
+                f"Malformed proxy event error: errorMessage is {clip(repr(error_message), _PREVIEW)}"
             )
         self.partial.usage = self._usage(data)
         self.partial.stop_reason = reason
@@ -276,7 +285,7 @@ def _index(data: dict[str, Any]) -> int:
     value = data.get("contentIndex")
     if type(value) is not int or value < 0:
         raise ProxyError(
-            f"Malformed proxy event {data['type']}: contentIndex is {_clip(repr(value))}"
+            f"Malformed proxy event {data['type']}: contentIndex is {clip(repr(value), _PREVIEW)}"
         )
     return value
 
@@ -284,7 +293,9 @@ def _index(data: dict[str, Any]) -> int:
 def _string(data: dict[str, Any], key: str) -> str:
     value = data.get(key)
     if not isinstance(value, str):
-        raise ProxyError(f"Malformed proxy event {data['type']}: {key} is {_clip(repr(value))}")
+        raise ProxyError(
+            f"Malformed proxy event {data['type']}: {key} is {clip(repr(value), _PREVIEW)}"
+        )
     return value
 
 
@@ -298,8 +309,6 @@ def _choice(data: dict[str, Any], key: str, allowed: tuple[_S, ...]) -> _S:
     for choice in allowed:
         if value == choice:
             return choice
-    raise ProxyError(f"Malformed proxy event {data['type']}: {key} is {_clip(repr(value))}")
-
-
-def _clip(text: str, limit: int = 200) -> str:
-    return text if len(text) <= limit else text[:limit] + "…"
+    raise ProxyError(
+        f"Malformed proxy event {data['type']}: {key} is {clip(repr(value), _PREVIEW)}"
+    )

@@ -20,7 +20,7 @@ import jiter
 from .._messages import Model
 from .._options import StreamFn, StreamOptions, close_stream, open_stream
 from .._registry import stream_simple
-from .._texts import NO_TERMINAL_EVENT, exception_text
+from .._texts import NO_TERMINAL_EVENT, clip, exception_text
 from ..nursery import AbortController
 from ..serialization import from_dict
 from ._wire import ProxyRequest, WireEncoder
@@ -211,7 +211,7 @@ def _parse_body(body: bytes) -> ProxyRequest:
         # "Cannot load ProxyRequest: <problem> @ $.path; ..." → the problems alone
         _, colon, problems = str(exc).partition(": ")
         raise _Reject(
-            422, f"Invalid request body: {_clip(problems if colon else str(exc))}"
+            422, f"Invalid request body: {clip(problems if colon else str(exc), _MAX_ERROR_TEXT)}"
         ) from None
     return request
 
@@ -296,10 +296,6 @@ def _exception_text(exc: Exception) -> str:
     # The log gets the type only: a message can hold a URL with a key in it.
     _log.warning("the proxied stream function raised %s", type(exc).__name__)
     return exception_text(exc)
-
-
-def _clip(text: str) -> str:
-    return text if len(text) <= _MAX_ERROR_TEXT else text[:_MAX_ERROR_TEXT] + "…"
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:
