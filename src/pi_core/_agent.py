@@ -33,12 +33,13 @@ from ._loop import READY, run_loop
 from ._messages import (
     AgentContext,
     AgentMessage,
-    AssistantMessage,
     ImageContent,
     Model,
+    StopReason,
     TextContent,
     ThinkingLevel,
     UserMessage,
+    failed_reply,
     now_ms,
 )
 from ._options import StreamFn, StreamOptions
@@ -391,15 +392,9 @@ class Agent:
     async def _handle_run_failure(self, exc: Exception, signal: AbortSignal) -> None:
         """Close out a run that raised: the failure message gets the full event lifecycle."""
         model = self._state.model
-        failure = AssistantMessage(
-            [TextContent("")],
-            model.api,
-            model.provider,
-            model.id,
-            stop_reason="aborted" if signal.aborted else "error",
-            error_message=exception_text(exc),
-            timestamp=self.clock(),
-        )
+        reason: StopReason = "aborted" if signal.aborted else "error"
+        text = exception_text(exc)
+        failure = failed_reply(model, reason, text, [TextContent("")], timestamp=self.clock())
         for event in (
             MessageStart(failure),
             MessageEnd(failure),

@@ -36,8 +36,10 @@ from ._messages import (
     AgentMessage,
     AssistantMessage,
     Context,
+    StopReason,
     ToolCall,
     ToolResultMessage,
+    failed_reply,
 )
 from ._options import StreamOptions, close_stream, open_stream
 from ._texts import NO_TERMINAL_EVENT, REQUEST_ABORTED, exception_text
@@ -514,18 +516,11 @@ class _AssistantStream:
     def _failed_message(self, exc: BaseException) -> AssistantMessage:
         return self._final_from_partial("error", exception_text(exc))
 
-    def _final_from_partial(self, stop_reason: Any, error_message: str) -> AssistantMessage:
+    def _final_from_partial(self, stop_reason: StopReason, error_message: str) -> AssistantMessage:
         partial = self._partial
         if partial is None:
-            model = self._run.model
-            return AssistantMessage(
-                [],
-                model.api,
-                model.provider,
-                model.id,
-                stop_reason=stop_reason,
-                error_message=error_message,
-                timestamp=self._run.config.clock(),
+            return failed_reply(
+                self._run.model, stop_reason, error_message, timestamp=self._run.config.clock()
             )
         final = partial.shallow_copy()
         final.content = list(partial.content)

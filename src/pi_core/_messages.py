@@ -37,6 +37,7 @@ __all__ = [
     "Usage",
     "UsageCost",
     "UserMessage",
+    "failed_reply",
     "now_ms",
 ]
 
@@ -169,6 +170,28 @@ class AssistantMessage:
             self.response_model,
             self.timestamp,
         )
+
+
+def failed_reply(
+    model: Model,
+    stop_reason: StopReason,
+    error_message: str,
+    content: list[AssistantContent] | None = None,
+    *,
+    timestamp: int | None = None,
+) -> AssistantMessage:
+    """An assistant message of ``model`` that ended in ``stop_reason`` (``"error"`` or
+    ``"aborted"``) with ``error_message``, before the model wrote ``content`` (none by default).
+    ``timestamp`` defaults to now."""
+    return AssistantMessage(
+        content if content is not None else [],
+        model.api,
+        model.provider,
+        model.id,
+        stop_reason=stop_reason,
+        error_message=error_message,
+        timestamp=now_ms() if timestamp is None else timestamp,
+    )
 
 
 @attrs.define

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from ._events import AssistantMessageEvent, StreamError
-from ._messages import AssistantMessage, Context, Model
+from ._messages import Context, Model, failed_reply
 from ._options import StreamFn, StreamOptions, StreamResult
 
 __all__ = ["get_provider", "register_provider", "stream_simple", "unregister_provider"]
@@ -43,12 +43,5 @@ def stream_simple(
 
 
 async def _no_provider(model: Model) -> AsyncIterator[AssistantMessageEvent]:
-    message = AssistantMessage(
-        [],
-        model.api,
-        model.provider,
-        model.id,
-        stop_reason="error",
-        error_message=f"No API provider registered for api: {model.api}",
-    )
+    message = failed_reply(model, "error", f"No API provider registered for api: {model.api}")
     yield StreamError("error", message)
