@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from pi_core import (
@@ -264,7 +265,8 @@ async def test_a_sequential_batch_announces_each_call_before_it_executes() -> No
         log.append(f"execute {tool_call_id}")
         return "ok"
 
-    def before_batch(calls: Sequence[ToolCall]) -> None:
+    async def before_batch(calls: Sequence[ToolCall]) -> None:
+        await anyio.lowlevel.checkpoint()  # an async hook is awaited before the call executes
         log.append("batch " + " ".join(call.id for call in calls))
 
     provider = faux()

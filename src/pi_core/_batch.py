@@ -220,7 +220,7 @@ class ToolBatch:
             prepared = await self._preflight(call)
             if isinstance(prepared, _Prepared):
                 if self._config.before_tool_batch is not None:
-                    self._config.before_tool_batch([call])
+                    await self._before_tool_batch([call])
                 [outcome] = await self._fan_out([prepared])
             else:
                 outcome = prepared
@@ -247,7 +247,7 @@ class ToolBatch:
                 await self._emit(ToolExecutionEnd(call.id, call.name, *prepared))
         if jobs:
             if self._config.before_tool_batch is not None:
-                self._config.before_tool_batch([job.call for job in jobs])
+                await self._before_tool_batch([job.call for job in jobs])
             self._calls, self._result_positions = calls, result_positions
             self._outcomes = outcomes
             limit = self._config.max_parallel_tools
@@ -261,6 +261,13 @@ class ToolBatch:
         self._outcomes[index] = outcome
         call = self._calls[index]
         return self._emit(ToolExecutionEnd(call.id, call.name, *outcome))
+
+    async def _before_tool_batch(self, calls: list[ToolCall]) -> None:
+        hook = self._config.before_tool_batch
+        assert hook is not None
+        returned = hook(calls)
+        if needs_await(returned):
+            await returned
 
     async def _emit_result(self, message: ToolResultMessage) -> None:
         await self._emit(MessageStart(message))

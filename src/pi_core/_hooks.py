@@ -191,10 +191,11 @@ class AgentLoopConfig:
     An execution engine that replays a run supplies a clock whose readings it records, so that
     the replayed messages carry the same timestamps as the first time.
     """
-    before_tool_batch: Callable[[Sequence[ToolCall]], None] | None = None
+    before_tool_batch: Callable[[Sequence[ToolCall]], MaybeAwaitable[None]] | None = None
     """Called in the run's own task, with the calls about to execute, before any of them starts.
 
     The calls come in source order (a sequential batch calls it once per call, a parallel batch
-    once with every call that passed preflight). An execution engine uses it to take what must be
+    once with every call that passed preflight); an async one is awaited before the calls start.
+    An execution engine uses it to take what must be
     taken in a deterministic order, such as the ids of the steps the calls will run as.
     """
