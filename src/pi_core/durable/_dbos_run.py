@@ -1,0 +1,333 @@
+"""A durable run on DBOS: one workflow around the ordinary loop, one step per model or tool call.
+
+asyncio only: DBOS runs its workflows on asyncio.
+
+What is recorded, in the order the run's own task takes the ids (so replay finds them again):
+the abort watcher's ``recv`` (first of all), each flush of lifecycle events (a stream write),
+each model call (a step: the final message), each tool call (a step reserved in source order
+before the batch starts: the result, the error text or the abort), each steering / follow-up poll
+(a ``recv`` with no wait). ``message_update`` and ``tool_execution_update`` are written from
+inside their step, unrecorded: after a crash the step runs again and writes them again.
+
+Aborts are deterministic: an abort request only cuts the steps that are running (they record that
+they were aborted); the loop's own signal is aborted when a recorded outcome says so, never by
+the request itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Sequence
+from contextlib import nullcontext
+from typing import Any
+
+import anyio
+import attrs
+from dbos import DBOS
+from dbos._dbos import StepReservation
+from dbos._error import DBOSWorkflowCancelledError, DBOSWorkflowConflictIDError
+
+from .._events import (
+    AgentEvent,
+    AssistantMessageEvent,
+    MessageUpdate,
+    StreamDone,
+    StreamError,
+    StreamStart,
+    ToolExecutionUpdate,
+)
+from .._hooks import AgentLoopConfig, needs_await
+from .._interrupt import is_interruption, register_interruption
+from .._loop import run_agent_loop, run_agent_loop_continue
+from .._messages import AgentContext, AgentMessage, AssistantMessage, Context, Model, ToolCall
+from .._options import StreamOptions
+from .._texts import OPERATION_ABORTED, REQUEST_ABORTED
+from .._tools import AgentTool, AgentToolResult
+from ..nursery import AbortController, unwrap_single_exception
+from ._dbos_names import ABORT, EVENTS, FOLLOW_UP, STEER, WORKFLOW
+from ._record import (
+    EventLog,
+    RecordedClock,
+    decode_message,
+    encode_event,
+    encode_message,
+    ended_message,
+    step_end,
+)
+from ._spec import AgentSpec, DurableAgents, DurableError
+
+__all__ = ["DurableRun", "run_workflow", "serve", "served_agents"]
+
+_WATCH_SECONDS = 10 * 365 * 24 * 3600.0
+"""How long a run listens for an abort request: longer than any run."""
+
+_NO_TERMINAL_TEXT = "Stream ended without a terminal event"
+
+register_interruption(DBOSWorkflowCancelledError)
+register_interruption(DBOSWorkflowConflictIDError)
+
+_served: list[DurableAgents] = []
+
+
+def serve(agents: DurableAgents | None) -> None:
+    """Make ``agents`` the definitions this process's workflows build runs from."""
+    _served[:] = [] if agents is None else [agents]
+
+
+def served_agents() -> DurableAgents:
+    if not _served:
+        raise DurableError("this process serves no agents: runs execute inside open_worker()")
+    return _served[0]
+
+
+@DBOS.workflow(name=WORKFLOW)
+async def run_workflow(
+    agent: str,
+    params: dict[str, Any],
+    prompts: list[dict[str, Any]],
+    messages: list[dict[str, Any]],
+    created_at: int,
+) -> list[dict[str, Any]]:
+    """The workflow of one run; returns its new messages as JSON-ready dicts."""
+    spec = served_agents().build(agent, params)
+    run = DurableRun(spec, created_at)
+    new = await run.run(
+        [decode_message(prompt) for prompt in prompts],
+        [decode_message(message) for message in messages],
+    )
+    return [encode_message(message) for message in new]
+
+
+class DurableRun:
+    """The loop of one run, with its model and tool calls as steps."""
+
+    def __init__(self, spec: AgentSpec, created_at: int) -> None:
+        self.spec = spec
+        self.clock = RecordedClock(created_at)
+        self.log = EventLog()
+        self.controller = AbortController()  # the loop's: aborted by recorded outcomes only
+        self.live = AbortController()  # cuts the running steps when an abort is requested
+        self.reservations: dict[str, tuple[StepReservation, ToolCall]] = {}
+        self.batch_aborted = False
+
+    async def run(
+        self, prompts: list[AgentMessage], messages: list[AgentMessage]
+    ) -> list[AgentMessage]:
+        with unwrap_single_exception():
+            async with anyio.create_task_group() as task_group:
+                watching = anyio.Event()
+                task_group.start_soon(self._watch_for_abort, watching)
+                await watching.wait()
+                new = await self._run_loop(prompts, messages)
+                task_group.cancel_scope.cancel()
+        await DBOS.close_stream_async(EVENTS)
+        return new
+
+    async def _run_loop(
+        self, prompts: list[AgentMessage], messages: list[AgentMessage]
+    ) -> list[AgentMessage]:
+        context = AgentContext(
+            self.spec.system_prompt, messages, [self._tool(t) for t in self.spec.tools]
+        )
+        config = self._config()
+        if prompts:
+            return await run_agent_loop(
+                prompts, context, config, self._emit, self.controller.signal
+            )
+        return await run_agent_loop_continue(context, config, self._emit, self.controller.signal)
+
+    def _config(self) -> AgentLoopConfig:
+        spec = self.spec
+        return AgentLoopConfig(
+            model=spec.model,
+            stream_fn=self._stream,
+            convert_to_llm=spec.convert_to_llm,
+            transform_context=spec.transform_context,
+            get_api_key=spec.get_api_key,
+            get_steering_messages=lambda: self._poll(STEER, spec.steering_mode),
+            get_follow_up_messages=lambda: self._poll(FOLLOW_UP, spec.follow_up_mode),
+            should_stop_after_turn=spec.should_stop_after_turn,
+            prepare_next_turn=spec.prepare_next_turn,
+            before_tool_call=spec.before_tool_call,
+            after_tool_call=spec.after_tool_call,
+            tool_execution=spec.tool_execution,
+            max_parallel_tools=spec.max_parallel_tools,
+            options=spec.options,
+            clock=self.clock,
+            before_tool_batch=self._before_tool_batch,
+        )
+
+    # --- abort, events, polls ---------------------------------------------------------------
+
+    async def _watch_for_abort(self, watching: anyio.Event) -> None:
+        # Setting the event does not switch tasks: the recv below takes its ids before the run's
+        # task goes on, so they come first on every replay too.
+        watching.set()
+        request = await DBOS.recv_async(ABORT, timeout_seconds=_WATCH_SECONDS)
+        if request is not None:
+            self.live.abort()
+
+    async def _emit(self, event: AgentEvent) -> None:
+        self.log.add(event)
+        kind = event.type
+        if kind == "agent_end":
+            await self._flush()
+        elif kind == "turn_end" and self.batch_aborted:
+            self.controller.abort()  # read by the loop right after this event: it ends the run
+
+    async def _flush(self) -> None:
+        if self.log:
+            await DBOS.write_stream_async(EVENTS, self.log.take())
+
+    async def _poll(self, topic: str, mode: str) -> list[AgentMessage]:
+        messages: list[AgentMessage] = []
+        while True:
+            value = await DBOS.recv_async(topic, timeout_seconds=0)
+            if value is None:
+                return messages
+            messages.append(decode_message(value))
+            if mode == "one-at-a-time":
+                return messages
+
+    # --- model calls --------------------------------------------------------------------------
+
+    async def _stream(
+        self, model: Model, context: Context, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        yield StreamStart(
+            AssistantMessage([], model.api, model.provider, model.id, timestamp=self.clock())
+        )
+        await self._flush()  # the placeholder's message_start goes out before the updates
+        with anyio.CancelScope(shield=True):
+            final, ended = await DBOS.run_step_async(
+                {"name": "model"}, self._model_step, model, context, options
+            )
+        self.clock.advance(ended)
+        reason = final.stop_reason
+        if reason == "error" or reason == "aborted":
+            yield StreamError(reason, final)
+        else:
+            yield StreamDone(reason, final)
+
+    async def _model_step(
+        self, model: Model, context: Context, options: StreamOptions
+    ) -> tuple[AssistantMessage, int]:
+        reply = _Reply(model)
+        with self.live.signal.scope():
+            await self._consume(
+                reply, model, context, attrs.evolve(options, signal=self.live.signal)
+            )
+        if reply.final is None:
+            reply.end("aborted", REQUEST_ABORTED)
+        assert reply.final is not None
+        return reply.final, step_end()
+
+    async def _consume(
+        self, reply: _Reply, model: Model, context: Context, options: StreamOptions
+    ) -> None:
+        try:
+            events = self.spec.stream_fn(model, context, options)
+            if needs_await(events):
+                events = await events
+            async for event in events:
+                if event.type == "done" or event.type == "error":
+                    reply.final = event.message if event.type == "done" else event.error
+                    return
+                reply.partial = event.partial
+                if event.type != "start":
+                    update = MessageUpdate(event.partial.shallow_copy(), event)
+                    await DBOS.write_stream_async(EVENTS, [encode_event(update)])
+            reply.end("error", _NO_TERMINAL_TEXT)
+        except Exception as exc:
+            if is_interruption(exc):
+                raise
+            reply.end("error", str(exc) or type(exc).__name__)
+
+    # --- tool calls ---------------------------------------------------------------------------
+
+    async def _before_tool_batch(self, calls: Sequence[ToolCall]) -> None:
+        await self._flush()  # tool_execution_start goes out before the calls' updates
+        for call in calls:
+            self.reservations[call.id] = DBOS.reserve_step(), call
+
+    def _tool(self, tool: AgentTool) -> AgentTool:
+        async def execute(tool_call_id: str, params: Any, signal: Any, on_update: Any) -> Any:
+            reservation, call = self.reservations.pop(tool_call_id)
+            with anyio.CancelScope(shield=True):
+                kind, value, ended = await reservation.run_async(
+                    {"name": f"tool {tool.name}"}, self._tool_step, tool, call, params
+                )
+            self.clock.advance(ended)
+            if kind == "aborted":
+                self.batch_aborted = True
+                raise _RecordedFailure(OPERATION_ABORTED)
+            if kind == "error":
+                raise _RecordedFailure(value)
+            return value
+
+        # The step applies the timeout: the loop's own would cut the recording short.
+        return attrs.evolve(tool, execute=execute, timeout=None)
+
+    async def _tool_step(
+        self, tool: AgentTool, call: ToolCall, params: Any
+    ) -> tuple[str, Any, int]:
+        returned: Any = _NOT_RETURNED
+        signal = self.live.signal
+        async with anyio.create_task_group() as task_group:
+            send, receive = anyio.create_memory_object_stream[AgentEvent](math.inf)
+            task_group.start_soon(_write_updates, receive)
+            with send, signal.scope():
+                try:
+                    on_update = _Updater(send, call)
+                    timeout = anyio.move_on_after(tool.timeout) if tool.timeout else nullcontext()
+                    with timeout:
+                        returned = await tool.execute(call.id, params, signal, on_update)
+                except Exception as exc:
+                    if is_interruption(exc):
+                        raise
+                    return "error", str(exc) or type(exc).__name__, step_end()
+        if returned is not _NOT_RETURNED:
+            return "result", returned, step_end()
+        if signal.aborted:
+            return "aborted", None, step_end()
+        return "error", f"Tool {tool.name} timed out after {tool.timeout:g} s", step_end()
+
+
+_NOT_RETURNED: Any = object()
+
+
+class _RecordedFailure(Exception):
+    """A tool call's recorded error or abort, raised where the batch makes it an error result."""
+
+
+class _Reply:
+    """A model step's view of the reply: the latest partial, and the final message once known."""
+
+    def __init__(self, model: Model) -> None:
+        self.model = model
+        self.partial: AssistantMessage | None = None
+        self.final: AssistantMessage | None = None
+
+    def end(self, stop_reason: str, error_message: str) -> None:
+        self.final = ended_message(self.partial, self.model, stop_reason, error_message, step_end())
+
+
+class _Updater:
+    """A tool's ``on_update`` inside a step: hands each update to the step's writer."""
+
+    def __init__(self, send: Any, call: ToolCall) -> None:
+        self._send = send
+        self._call = call
+
+    def __call__(self, partial: AgentToolResult) -> None:
+        call = self._call
+        try:
+            self._send.send_nowait(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
+        except anyio.ClosedResourceError:
+            pass  # an update after the call returned is dropped, as in the loop
+
+
+async def _write_updates(receive: Any) -> None:
+    async with receive:
+        async for update in receive:
+            await DBOS.write_stream_async(EVENTS, [encode_event(update)])

@@ -1,0 +1,99 @@
+"""A worker: launches DBOS in this process, recovers its own unfinished runs, serves the queue."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import sniffio
+from dbos import DBOS, DBOSConfig, SetWorkflowID
+
+from ._dbos_names import AGENTS_WORKFLOW, QUEUE, agents_workflow_id, masked
+from ._dbos_run import serve
+from ._spec import DurableAgents, DurableError
+
+__all__ = ["open_worker"]
+
+_QUEUE_POLLING_SECONDS = 0.1
+"""How often a worker looks for queued runs: the most a new run waits before it starts."""
+
+
+@DBOS.workflow(name=AGENTS_WORKFLOW)
+async def _announce_agents(names: list[str]) -> list[str]:
+    """Records which agents a worker serves, so that a client can tell an unknown name at once."""
+    return names
+
+
+@asynccontextmanager
+async def open_worker(
+    agents: DurableAgents,
+    database_url: str,
+    *,
+    executor_id: str,
+    concurrency: int = 25,
+    app_version: str | None = None,
+) -> AsyncIterator[None]:
+    """Serve durable runs of ``agents`` from this process until the block exits.
+
+    Launches DBOS (one worker per process), which first recovers the runs this ``executor_id``
+    left unfinished, then takes runs from the queue, at most ``concurrency`` at once.
+
+    Args:
+        agents: the agent definitions; the same code on every worker.
+        database_url: ``sqlite:///path`` (one machine) or ``postgresql://...`` (many workers).
+        executor_id: this worker's stable name; a restarted worker must use its old one to
+            recover its runs. Two live workers must never share one.
+        concurrency: how many runs this worker executes at once.
+        app_version: the version of the agents' code. Workers serve and recover only runs of
+            their own version; set it explicitly and change it when the agents change.
+
+    Raises:
+        DurableError: the database cannot be reached, or this is not asyncio.
+        ValueError: ``executor_id`` is empty or ``concurrency`` is not positive.
+    """
+    if sniffio.current_async_library() != "asyncio":
+        raise DurableError("a durable worker runs on asyncio only: DBOS workflows are asyncio")
+    if not executor_id:
+        raise ValueError("a worker needs an explicit executor_id (stable across restarts)")
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be a positive int, not {concurrency!r}")
+    serve(agents)
+    config: DBOSConfig = {
+        "name": "pi_core",
+        "system_database_url": database_url,
+        "executor_id": executor_id,
+        "notification_listener_polling_interval_sec": 0.1,
+    }
+    if app_version is not None:
+        config["application_version"] = app_version
+    _launch(config, database_url)
+    try:
+        await DBOS.register_queue_async(
+            QUEUE,
+            worker_concurrency=concurrency,
+            polling_interval_sec=_QUEUE_POLLING_SECONDS,
+            on_conflict="always_update",
+        )
+        await _announce(agents, executor_id)
+        yield
+    finally:
+        serve(None)
+        DBOS.destroy(workflow_completion_timeout_sec=0)
+
+
+def _launch(config: DBOSConfig, database_url: str) -> None:
+    # DBOS.launch runs in the event loop's thread: DBOS then runs the workflows on this loop.
+    try:
+        DBOS(config=config)
+        DBOS.launch()
+    except Exception as exc:
+        DBOS.destroy(workflow_completion_timeout_sec=0)
+        raise DurableError(f"cannot open the database {masked(database_url)}: {exc}") from exc
+
+
+async def _announce(agents: DurableAgents, executor_id: str) -> None:
+    names = agents.names
+    version: Any = DBOS.application_version
+    with SetWorkflowID(agents_workflow_id(str(version), executor_id, names)):
+        await _announce_agents(names)

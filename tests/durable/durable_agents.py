@@ -1,0 +1,143 @@
+"""The agents the durable tests run, and a worker process serving them.
+
+Every model call and every tool execution appends a line to a file in the directory named by the
+run's ``params["dir"]``, so a test can count what ran (across worker processes) and wait for a
+point of the run without sleeping. ``python tests/durable/agents.py DB_URL EXECUTOR_ID`` serves
+them until killed.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from pi_core import (
+    AgentTool,
+    AgentToolResult,
+    AssistantMessage,
+    AssistantMessageEvent,
+    Context,
+    Model,
+    StreamOptions,
+    TextContent,
+)
+from pi_core.durable import AgentSpec, DurableAgents, open_worker
+from pi_core.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
+from pi_core.testing import ScriptedStream
+
+agents = DurableAgents()
+
+SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+def note(directory: str, name: str, line: str) -> None:
+    """Append ``line`` to the file ``name`` of ``directory`` (one write: whole lines only)."""
+    with open(Path(directory) / name, "a") as file:
+        file.write(line + "\n")
+
+
+def lines(directory: Path, name: str) -> list[str]:
+    path = directory / name
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _reply(context: Context) -> AssistantMessage:
+    """The scripted model: the first reply calls fast_a, fast_b and slow; then it answers."""
+    answered = sum(1 for message in context.messages if message.role == "toolResult")
+    steering = [m for m in context.messages if m.role == "user"]
+    if answered == 0:
+        calls = [
+            faux_tool_call("fast", {}, id="call-a"),
+            faux_tool_call("slow", {}, id="call-slow"),
+            faux_tool_call("fast", {}, id="call-b"),
+        ]
+        return faux_assistant_message(calls, stop_reason="toolUse")
+    return faux_assistant_message(
+        f"done after {answered} results and {len(steering)} user messages"
+    )
+
+
+def counting_stream(directory: str) -> Any:
+    def stream_fn(
+        model: Model, context: Context, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        note(directory, "model_calls", str(len(context.messages)))
+        return ScriptedStream([_reply(context)])(model, context, options)
+
+    return stream_fn
+
+
+def tools(directory: str) -> list[AgentTool]:
+    async def fast(tool_call_id: str, params: Any, signal: Any, on_update: Any) -> str:
+        note(directory, "tool_runs", tool_call_id)
+        return f"{tool_call_id} ok"
+
+    async def slow(tool_call_id: str, params: Any, signal: Any, on_update: Any) -> AgentToolResult:
+        note(directory, "tool_runs", tool_call_id)
+        on_update(AgentToolResult([TextContent("working")]))
+        release = Path(directory) / "release"
+        # The test, another process, releases the call by creating the file.
+        while not release.exists():  # noqa: ASYNC110  # no Event crosses processes
+            await anyio.sleep(0.02)
+        return AgentToolResult([TextContent("slow ok")], {"released": True})
+
+    return [
+        AgentTool("fast", "A quick tool.", SCHEMA, fast),
+        AgentTool("slow", "Waits until released.", SCHEMA, slow),
+    ]
+
+
+@agents.define("worker-test")
+def worker_test(params: dict[str, Any]) -> AgentSpec:
+    directory = params["dir"]
+    model = FauxProvider().get_model()
+    assert model is not None
+    return AgentSpec(
+        model=model,
+        stream_fn=counting_stream(directory),
+        tools=tools(directory),
+        system_prompt="You test durable runs.",
+    )
+
+
+@agents.define("broken")
+def broken(params: dict[str, Any]) -> AgentSpec:
+    raise RuntimeError("no model configured")
+
+
+async def serve(database_url: str, executor_id: str) -> None:
+    async with open_worker(agents, database_url, executor_id=executor_id, app_version="tests"):
+        print("ready", flush=True)
+        await anyio.sleep_forever()
+
+
+if __name__ == "__main__":
+    anyio.run(serve, sys.argv[1], sys.argv[2], backend="asyncio")
+
+
+async def run_in_process(name: str, params: dict[str, Any], prompt: str) -> list[Any]:
+    """The events of the same run made by the ordinary loop in this process: the reference."""
+    from pi_core import AgentContext, AgentLoopConfig, UserMessage, run_agent_loop
+
+    spec = agents.build(name, params)
+    config = AgentLoopConfig(spec.model, stream_fn=spec.stream_fn)
+    context = AgentContext(spec.system_prompt, [], list(spec.tools))
+    events: list[Any] = []
+    await run_agent_loop([UserMessage([TextContent(prompt)])], context, config, events.append)
+    return events
+
+
+def without_timestamps(message: Any) -> Any:
+    """The message with its timestamp zeroed: what two runs at different times share."""
+    import attrs
+
+    return attrs.evolve(message, timestamp=0)
+
+
+def lifecycle(events: list[Any]) -> list[str]:
+    """Event types without the updates, which may repeat after a crash."""
+    return [e.type for e in events if e.type not in ("message_update", "tool_execution_update")]

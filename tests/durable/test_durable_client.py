@@ -1,0 +1,161 @@
+"""Durable runs driven by the client, against one real worker process on a SQLite database.
+
+The client runs on asyncio and on trio (it calls DBOS through worker threads); the worker is a
+separate asyncio process, since DBOS workflows run on asyncio only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from durable.durable_agents import lifecycle, run_in_process, without_timestamps
+from durable.workers import WorkerProcess
+from pi_core import AssistantMessage, TextContent, ToolResultMessage, UserMessage
+from pi_core.durable import (
+    DurableError,
+    DurableRuns,
+    RunFailedError,
+    UnknownAgentError,
+    UnknownRunError,
+)
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture(scope="module")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A SQLite database served by one worker process for the whole module."""
+    directory = tmp_path_factory.mktemp("durable-client")
+    url = f"sqlite:///{directory / 'runs.sqlite'}"
+    worker = WorkerProcess(url, "client-tests", directory / "worker.log").start()
+    try:
+        yield url
+    finally:
+        worker.stop()
+
+
+def released(tmp_path: Path) -> dict[str, str]:
+    """Run parameters whose slow tool returns at once."""
+    (tmp_path / "release").touch()
+    return {"dir": str(tmp_path)}
+
+
+async def test_a_run_streams_its_events_and_returns_its_messages(
+    database_url: str, tmp_path: Path
+) -> None:
+    async with DurableRuns(database_url) as runs:
+        with anyio.fail_after(30):
+            run_id = await runs.start("worker-test", "hello", params=released(tmp_path))
+            events = [event async for _, event in runs.events(run_id)]
+            new = await runs.result(run_id)
+            status = await runs.status(run_id)
+    reference_dir = tmp_path / "reference"
+    reference_dir.mkdir()
+    reference = await run_in_process("worker-test", released(reference_dir), "hello")
+    assert lifecycle(events) == lifecycle(reference)
+    assert [without_timestamps(e.message) for e in events if e.type == "message_end"] == [
+        without_timestamps(e.message) for e in reference if e.type == "message_end"
+    ]
+    assert [type(message) for message in new] == [
+        UserMessage,
+        AssistantMessage,
+        ToolResultMessage,
+        ToolResultMessage,
+        ToolResultMessage,
+        AssistantMessage,
+    ]
+    assert [event.message for event in events if event.type == "message_end"] == new
+    assert (status.run_id, status.agent, status.state, status.executor_id) == (
+        run_id,
+        "worker-test",
+        "success",
+        "client-tests",
+    )
+
+
+async def test_a_second_start_with_the_same_run_id_returns_the_first_run(
+    database_url: str, tmp_path: Path
+) -> None:
+    async with DurableRuns(database_url) as runs:
+        with anyio.fail_after(30):
+            first = await runs.start(
+                "worker-test", "first", params=released(tmp_path), run_id=f"same-{tmp_path.name}"
+            )
+            second = await runs.start(
+                "worker-test", "second", params=released(tmp_path), run_id=first
+            )
+            new = await runs.result(first)
+    assert second == first
+    assert isinstance(new[0], UserMessage)
+    assert new[0].content == [TextContent("first")]
+    assert (tmp_path / "model_calls").read_text().count("\n") == 2  # one run, two model calls
+
+
+async def test_events_resume_after_an_offset_and_can_be_read_after_the_run(
+    database_url: str, tmp_path: Path
+) -> None:
+    async with DurableRuns(database_url) as runs:
+        with anyio.fail_after(30):
+            run_id = await runs.start("worker-test", "hello", params=released(tmp_path))
+            await runs.result(run_id)
+            everything = [item async for item in runs.events(run_id)]
+            offset = everything[6][0]
+            rest = [item async for item in runs.events(run_id, after=offset)]
+    offsets = [offset for offset, _ in everything]
+    assert offsets == sorted(set(offsets))
+    assert rest == everything[7:]
+
+
+async def test_an_unknown_agent_is_refused_at_start_and_nothing_is_queued(
+    database_url: str,
+) -> None:
+    async with DurableRuns(database_url) as runs:
+        before = await runs.list_runs()
+        with pytest.raises(UnknownAgentError, match="'nobody'"):
+            await runs.start("nobody", "hello")
+        assert await runs.list_runs() == before
+
+
+async def test_an_unknown_run_id_is_named_by_every_call(database_url: str) -> None:
+    async with DurableRuns(database_url) as runs:
+        for call in (
+            runs.status("no-such-run"),
+            runs.result("no-such-run"),
+            runs.steer("no-such-run", "hi"),
+            runs.abort("no-such-run"),
+            runs.cancel("no-such-run"),
+        ):
+            with pytest.raises(UnknownRunError, match="no-such-run"):
+                await call
+        with pytest.raises(UnknownRunError, match="no-such-run"):
+            [_ async for _ in runs.events("no-such-run")]
+
+
+async def test_a_factory_that_raises_ends_the_run_in_error_naming_the_agent(
+    database_url: str,
+) -> None:
+    async with DurableRuns(database_url) as runs:
+        with anyio.fail_after(30):
+            run_id = await runs.start("broken", "hello")
+            with pytest.raises(RunFailedError, match=r"'broken'.*no model configured"):
+                await runs.result(run_id)
+            events = [event async for _, event in runs.events(run_id)]
+            status = await runs.status(run_id)
+    assert status.state == "error"
+    assert events == []
+
+
+async def test_a_database_that_cannot_be_reached_is_named(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'missing' / 'dir' / 'runs.sqlite'}"
+    async with DurableRuns(url) as runs:
+        with pytest.raises(DurableError, match="missing/dir"):
+            await runs.start("worker-test", "hello")
+    postgres = "postgresql://user:secret@127.0.0.1:1/none"
+    async with DurableRuns(postgres) as runs:
+        with pytest.raises(DurableError, match=r"127\.0\.0\.1:1") as raised:
+            await runs.status("any")
+    assert "secret" not in str(raised.value)

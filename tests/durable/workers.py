@@ -1,0 +1,57 @@
+"""Worker processes for the durable tests: real processes, started, killed and restarted."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+AGENTS_SCRIPT = Path(__file__).resolve().parent / "durable_agents.py"
+_SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+class WorkerProcess:
+    """``durable_agents.py`` serving the test agents from ``database_url`` as ``executor_id``."""
+
+    def __init__(self, database_url: str, executor_id: str, log: Path) -> None:
+        self.database_url = database_url
+        self.executor_id = executor_id
+        self.log = log
+        self.process: subprocess.Popen[str] | None = None
+
+    def start(self, timeout: float = 30) -> WorkerProcess:
+        """Start the process and wait until it serves (it prints ``ready``)."""
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_SRC), env.get("PYTHONPATH")]))
+        with open(self.log, "a") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, str(AGENTS_SCRIPT), self.database_url, self.executor_id],
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+                env=env,
+            )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()  # bounded: the process exits on any failure
+        if line.strip() != "ready":
+            self.process.wait(timeout)
+            raise RuntimeError(f"worker did not start: {self.log.read_text()[-3000:]}")
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL: no clean-up, no chance to record anything more."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(10)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        if self.process is not None and self.process.stdout is not None:
+            self.process.stdout.close()
