@@ -459,7 +459,10 @@ async def test_hook_failure_gets_the_upstream_lifecycle() -> None:
 async def test_default_agent_has_no_provider() -> None:
     agent = Agent()
     await agent.prompt("hello")
-    assert agent.state.error_message == "No API provider registered for api: unknown"
+    assert agent.state.error_message == (
+        "No API provider registered for api: unknown (register a stream function with "
+        "pi_core.register_provider(api, stream_fn), or give the Agent a stream_fn)"
+    )
     assert roles(agent) == ["user", "assistant"]
 
 

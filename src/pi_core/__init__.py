@@ -30,7 +30,14 @@ from ._events import (
     TurnEnd,
     TurnStart,
 )
-from ._exceptions import AgentBusyError, PiCoreError, ProviderError, ProxyError, ToolArgumentsError
+from ._exceptions import (
+    AgentBusyError,
+    PiCoreError,
+    ProviderError,
+    ProxyError,
+    RunError,
+    ToolArgumentsError,
+)
 from ._hooks import (
     AfterToolCallContext,
     AfterToolCallResult,
@@ -71,6 +78,7 @@ from ._messages import (
     UserMessage,
 )
 from ._options import StreamFn, StreamOptions
+from ._outcome import RunResult
 from ._public import publish_module_names
 from ._queue import QueueMode
 from ._registry import register_provider, stream_simple, unregister_provider
@@ -115,6 +123,8 @@ __all__ = (
     "ProviderError",
     "ProxyError",
     "QueueMode",
+    "RunError",
+    "RunResult",
     "StopReason",
     "StreamDone",
     "StreamError",

@@ -29,10 +29,12 @@ from ._hooks import (
     default_convert_to_llm,
 )
 from ._interrupt import is_interruption
+from ._log import log_run_failure
 from ._loop import READY, run_loop
 from ._messages import (
     AgentContext,
     AgentMessage,
+    AssistantMessage,
     ImageContent,
     Model,
     StopReason,
@@ -43,6 +45,7 @@ from ._messages import (
     now_ms,
 )
 from ._options import StreamFn, StreamOptions
+from ._outcome import RunResult
 from ._queue import MessageQueue, QueueMode, check_queue_mode
 from ._registry import stream_simple
 from ._state import AgentState
@@ -300,23 +303,27 @@ class Agent:
         self,
         message: str | AgentMessage | Sequence[AgentMessage],
         images: Sequence[ImageContent] | None = None,
-    ) -> None:
+    ) -> RunResult:
         """Run the agent on a prompt: text (with optional images), a message or a list of them.
 
-        Returns when the run has fully settled. Failures of the run become state
-        (``state.error_message``), not exceptions.
+        Returns when the run has fully settled. A failure of the run is not raised: it is in the
+        result (and in ``state.error_message``); ``result.raise_for_error()`` raises it.
+
+        Returns:
+            The run's outcome: its new messages, its reply and text, its error if any.
 
         Raises:
             AgentBusyError: a run is active.
         """
         if self._active is not None:
             raise AgentBusyError(BUSY_PROMPT_TEXT)
-        await self._run(_as_prompts(message, images, self.clock))
+        return await self._run(_as_prompts(message, images, self.clock))
 
-    async def continue_(self) -> None:
+    async def continue_(self) -> RunResult:
         """Continue from the current transcript (after a tool result, a user message, or an abort).
 
         From an assistant tail it injects queued steering (else follow-ups) as a new prompt.
+        Returns the run's outcome, as :meth:`prompt` does.
 
         Raises:
             AgentBusyError: a run is active.
@@ -328,16 +335,13 @@ class Agent:
         if not messages:
             raise ValueError("No messages to continue from")
         if messages[-1].role != "assistant":
-            await self._run(())  # no prompts: continue from the transcript
-            return
+            return await self._run(())  # no prompts: continue from the transcript
         steering = self._steering.drain()
         if steering:
-            await self._run(steering, skip_initial_steering_poll=True)
-            return
+            return await self._run(steering, skip_initial_steering_poll=True)
         follow_ups = self._follow_ups.drain()
         if follow_ups:
-            await self._run(follow_ups)
-            return
+            return await self._run(follow_ups)
         raise ValueError("Cannot continue from message role: assistant")
 
     def abort(self, reason: object = None) -> None:
@@ -361,7 +365,7 @@ class Agent:
 
     async def _run(
         self, prompts: Sequence[AgentMessage], *, skip_initial_steering_poll: bool = False
-    ) -> None:
+    ) -> RunResult:
         """Run the loop on ``prompts``, or continue from the transcript when there are none."""
         active = self._active = _ActiveRun(skip_initial_steering_poll)
         self._state._start_run()
@@ -372,25 +376,27 @@ class Agent:
                 # hook may change the context's list in place.
                 state = self._state
                 context = AgentContext(state.system_prompt, state.messages, list(state.tools))
-                await run_loop(prompts, context, config, self._process_event, active.signal)
+                new = await run_loop(prompts, context, config, self._process_event, active.signal)
             except Exception as exc:
                 # An engine's interruption passes; after agent_end (a listener raised there)
                 # nothing may follow, so there is no failure lifecycle either.
                 if is_interruption(exc) or self._state._run_ended:
                     raise
-                await self._handle_run_failure(exc, active.signal)
+                new = [await self._handle_run_failure(exc, active.signal)]
             except BaseException as exc:
                 # KeyboardInterrupt, the host's cancellation: propagate, sending no events, but
                 # keep a transcript in which every tool call has a result.
                 self._state._answer_open_calls(f"{INTERRUPTED_TEXT} ({type(exc).__name__})")
                 raise
+            return RunResult(new, self._state.error_message)
         finally:
             self._state._finish_run()
             self._active = None
             active.settled()
 
-    async def _handle_run_failure(self, exc: Exception, signal: AbortSignal) -> None:
+    async def _handle_run_failure(self, exc: Exception, signal: AbortSignal) -> AssistantMessage:
         """Close out a run that raised: the failure message gets the full event lifecycle."""
+        log_run_failure(exc)
         model = self._state.model
         reason: StopReason = "aborted" if signal.aborted else "error"
         text = exception_text(exc)
@@ -402,6 +408,7 @@ class Agent:
             AgentEnd([failure]),
         ):
             await self._process_event(event)
+        return failure
 
     def _loop_config(self) -> AgentLoopConfig:
         return attrs.evolve(

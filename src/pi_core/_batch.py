@@ -31,6 +31,7 @@ from ._hooks import (
     needs_await,
 )
 from ._interrupt import is_interruption
+from ._log import log_tool_failure
 from ._messages import AgentContext, AssistantMessage, TextContent, ToolCall, ToolResultMessage
 from ._texts import OPERATION_ABORTED, exception_text
 from ._tools import AgentTool, AgentToolResult
@@ -62,14 +63,16 @@ def _aborted_job_outcome(_job_index: int) -> Outcome:
     return _aborted_outcome()
 
 
-def _failed_outcome(exc: Exception) -> Outcome:
-    """The error result of a call whose tool or hook raised; an engine's interruption passes."""
+def _failed_outcome(exc: Exception, call: ToolCall, where: str) -> Outcome:
+    """The error result of a call whose tool or hook (``where``) raised, logged; an engine's
+    interruption passes."""
     if is_interruption(exc):
         raise exc
+    log_tool_failure(call, where, exc)
     return error_result(exception_text(exc)), True
 
 
-def _stray_cancellation_outcome(exc: BaseException) -> Outcome:
+def _stray_cancellation_outcome(exc: BaseException, call: ToolCall, where: str) -> Outcome:
     """A call's error outcome for a cancellation nothing sent it; re-raise anything else.
 
     A tool that awaits a task somebody else cancelled (asyncio) gets that task's
@@ -77,6 +80,7 @@ def _stray_cancellation_outcome(exc: BaseException) -> Outcome:
     """
     if not is_stray_cancellation(exc):
         raise exc
+    log_tool_failure(call, where, exc)
     return error_result(exception_text(exc)), True
 
 
@@ -117,17 +121,17 @@ class _Prepared:
                     returned = await tool.execute(call.id, self.args, batch._signal, self.on_update)
             outcome = _as_outcome(tool, returned)
         except Exception as exc:
-            outcome = _failed_outcome(exc)
+            outcome = _failed_outcome(exc, call, f"Tool {call.name}")
         except BaseException as exc:
-            outcome = _stray_cancellation_outcome(exc)
+            outcome = _stray_cancellation_outcome(exc, call, f"Tool {call.name}")
         if batch._config.after_tool_call is None:
             return outcome
         try:
             return await batch._after_tool_call(self, *outcome)
         except Exception as exc:
-            return _failed_outcome(exc)
+            return _failed_outcome(exc, call, "after_tool_call")
         except BaseException as exc:
-            return _stray_cancellation_outcome(exc)
+            return _stray_cancellation_outcome(exc, call, "after_tool_call")
 
     def on_update(self, partial: AgentToolResult) -> None:
         """The ``on_update`` the tool gets: a ``tool_execution_update`` for the parent to emit."""
@@ -288,7 +292,7 @@ class ToolBatch:
             if self._config.before_tool_call is not None:
                 verdict = await self._before_tool_call(call, args)
         except Exception as exc:
-            return _failed_outcome(exc)
+            return _failed_outcome(exc, call, "Argument preparation or before_tool_call")
         except BaseException as exc:
             if not is_stray_cancellation(exc, native_cancel_possible=True):
                 raise

@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
-__all__ = ["AgentBusyError", "PiCoreError", "ProviderError", "ProxyError", "ToolArgumentsError"]
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._outcome import RunResult
+
+__all__ = [
+    "AgentBusyError",
+    "PiCoreError",
+    "ProviderError",
+    "ProxyError",
+    "RunError",
+    "ToolArgumentsError",
+]
 
 
 class PiCoreError(Exception):
@@ -32,3 +44,15 @@ class ProviderError(PiCoreError):
 
 class ProxyError(PiCoreError):
     """Raised by the proxy client or server for a protocol violation that is not a stream event."""
+
+
+class RunError(PiCoreError):
+    """Raised by :meth:`RunResult.raise_for_error` for a run that failed or was aborted.
+
+    Its text is the run's ``error_message``; :attr:`result` is the whole outcome.
+    """
+
+    def __init__(self, message: str, result: RunResult) -> None:
+        super().__init__(message)
+        self.result = result
+        """The outcome of the run: its messages, its reply, its error."""

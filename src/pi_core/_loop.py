@@ -31,6 +31,7 @@ from ._events import (
 )
 from ._hooks import AgentLoopConfig, NextTurn, TurnContext, needs_await
 from ._interrupt import is_interruption
+from ._log import log_model_failure
 from ._messages import (
     AgentContext,
     AgentMessage,
@@ -490,6 +491,8 @@ class _AssistantStream:
         """
         final = event.message if event.type == "done" else event.error
         if isinstance(final, AssistantMessage):
+            if final.stop_reason == "error":
+                log_model_failure(self._run.model, final, None)
             return final
         if event.type == "error" and isinstance(final, str) and final:
             return self._final_from_partial("error", final)
@@ -514,18 +517,25 @@ class _AssistantStream:
         return self._failed_message(exc)
 
     def _failed_message(self, exc: BaseException) -> AssistantMessage:
-        return self._final_from_partial("error", exception_text(exc))
+        return self._final_from_partial("error", exception_text(exc), exc)
 
-    def _final_from_partial(self, stop_reason: StopReason, error_message: str) -> AssistantMessage:
+    def _final_from_partial(
+        self, stop_reason: StopReason, error_message: str, exc: BaseException | None = None
+    ) -> AssistantMessage:
+        """The reply as far as it came, ended with ``stop_reason``; an error is logged (with
+        ``exc``'s traceback when an exception caused it)."""
         partial = self._partial
         if partial is None:
-            return failed_reply(
+            final = failed_reply(
                 self._run.model, stop_reason, error_message, timestamp=self._run.config.clock()
             )
-        final = partial.shallow_copy()
-        final.content = list(partial.content)
-        final.stop_reason = stop_reason
-        final.error_message = error_message
+        else:
+            final = partial.shallow_copy()
+            final.content = list(partial.content)
+            final.stop_reason = stop_reason
+            final.error_message = error_message
+        if stop_reason == "error":
+            log_model_failure(self._run.model, final, exc)
         return final
 
 

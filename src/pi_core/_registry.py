@@ -34,7 +34,7 @@ def stream_simple(
     """Stream a reply from the provider registered for ``model.api``.
 
     With no provider registered the stream is a single :class:`StreamError` whose message says
-    ``No API provider registered for api: <api>``.
+    ``No API provider registered for api: <api>``, followed by how to register one.
     """
     stream_fn = _providers.get(model.api)
     if stream_fn is None:
@@ -43,5 +43,23 @@ def stream_simple(
 
 
 async def _no_provider(model: Model) -> AsyncIterator[AssistantMessageEvent]:
-    message = failed_reply(model, "error", f"No API provider registered for api: {model.api}")
+    message = failed_reply(model, "error", no_provider_text(model.api))
     yield StreamError("error", message)
+
+
+# The providers that ship with pi_core, by the ``api`` they serve (their modules' ``API``): the
+# registry cannot import them, since they import it.
+_BUILT_IN = {
+    "openai-completions": "pi_core.providers.openai",
+    "anthropic-messages": "pi_core.providers.anthropic",
+}
+
+
+def no_provider_text(api: str) -> str:
+    """The error for a model whose ``api`` has no provider, saying how to register one."""
+    module = _BUILT_IN.get(api)
+    if module is not None:
+        hint = f"call {module}.register() once at startup"
+    else:
+        hint = "register a stream function with pi_core.register_provider(api, stream_fn)"
+    return f"No API provider registered for api: {api} ({hint}, or give the Agent a stream_fn)"

@@ -901,8 +901,8 @@ async def test_register_serves_stream_simple() -> None:
     finally:
         faux.unregister()
     events = await simple_events(first_model(faux))
-    assert final_message(events).error_message == (
-        "No API provider registered for api: faux-test-register"
+    assert (final_message(events).error_message or "").startswith(
+        "No API provider registered for api: faux-test-register ("
     )
     assert faux.call_count == 1
 

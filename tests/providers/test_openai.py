@@ -523,7 +523,8 @@ async def test_register_serves_stream_simple() -> None:
     stream = stream_simple(MODEL, CONTEXT, OPTIONS)
     assert not isinstance(stream, Awaitable)
     assert final_message(await collect(stream)).error_message == (
-        "No API provider registered for api: openai-completions"
+        "No API provider registered for api: openai-completions (call "
+        "pi_core.providers.openai.register() once at startup, or give the Agent a stream_fn)"
     )
 
 

@@ -7,6 +7,7 @@ import functools
 import importlib.metadata
 import importlib.util
 import io
+import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -49,6 +50,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
+    _configure_logging(args.command == "serve-proxy" or getattr(args, "verbose", False))
     try:
         return _dispatch(args)
     except UsageError as exc:
@@ -133,7 +135,24 @@ def _agent_options() -> argparse.ArgumentParser:
     group.add_argument(
         "--json", action="store_true", help="print one JSON event per line instead of the live view"
     )
+    group.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also log pi_core's warnings and errors to stderr (tracebacks of failing tools)",
+    )
     return parent
+
+
+def _configure_logging(to_stderr: bool) -> None:
+    """The live view shows every failure itself, so pi_core's log only goes to stderr on request
+    (and always for the proxy server, which has no view)."""
+    if to_stderr:
+        logging.basicConfig(
+            level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
+    else:  # keep Python's last-resort handler from printing tracebacks over the view
+        logging.getLogger("pi_core").addHandler(logging.NullHandler())
 
 
 def _add_serve_parser(commands: Any) -> None:

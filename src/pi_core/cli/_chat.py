@@ -169,7 +169,7 @@ class _ChatSession:
 
     def _start(
         self,
-        run: Callable[[], Awaitable[None]],
+        run: Callable[[], Awaitable[object]],
         tg: anyio.abc.TaskGroup,
         send: MemoryObjectSendStream[_Input],
     ) -> None:
@@ -177,7 +177,7 @@ class _ChatSession:
         tg.start_soon(self._drive, run, send)
 
     async def _drive(
-        self, run: Callable[[], Awaitable[None]], send: MemoryObjectSendStream[_Input]
+        self, run: Callable[[], Awaitable[object]], send: MemoryObjectSendStream[_Input]
     ) -> None:
         await run()
         send.send_nowait(_RunDone(aborted=self.renderer.stats.outcome == "aborted"))

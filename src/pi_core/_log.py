@@ -1,0 +1,59 @@
+"""The ``pi_core`` logger: failures that do not stop the program still leave a trace.
+
+pi_core configures no handler and no level: the application decides. Without any logging
+configuration Python's last-resort handler prints WARNING and above to stderr, so a tool that
+raises or a failed model call is seen even then. Nothing is logged on the paths of a run that
+succeeds, so logging costs nothing until something fails.
+
+* WARNING: a tool (or a hook around one) raised; the model gets the error result and the run
+  goes on. The record carries the traceback. (Arguments that fail validation are not logged:
+  that is the model's mistake, and the model is told.)
+* ERROR: a model call failed (the turn ends with ``stop_reason="error"``), or the Agent closed
+  out a run that raised.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ._exceptions import ToolArgumentsError
+from ._messages import AssistantMessage, Model, ToolCall
+
+__all__ = ["log_model_failure", "log_run_failure", "log_tool_failure", "logger"]
+
+logger = logging.getLogger("pi_core")
+
+
+def log_tool_failure(call: ToolCall, where: str, exc: BaseException) -> None:
+    """A tool call's ``where`` (the tool, or a hook) raised ``exc``; the model gets the error.
+
+    Arguments that fail validation are the model's mistake, reported to the model: not logged.
+    """
+    if isinstance(exc, ToolArgumentsError):
+        return
+    logger.warning(
+        "%s raised %s for tool call %s (%s); the model gets it as the call's error result",
+        where,
+        type(exc).__name__,
+        call.id,
+        call.name,
+        exc_info=exc,
+    )
+
+
+def log_model_failure(model: Model, message: AssistantMessage, exc: BaseException | None) -> None:
+    """The model call for ``model`` ended in ``message`` with ``stop_reason="error"``."""
+    logger.error(
+        "Model call to %s/%s failed: %s",
+        model.provider,
+        model.id,
+        message.error_message,
+        exc_info=exc,
+    )
+
+
+def log_run_failure(exc: BaseException) -> None:
+    """An Agent run raised ``exc`` (a hook or a listener); the Agent closes the run out."""
+    logger.error(
+        "Agent run failed with %s; it ends with an error message", type(exc).__name__, exc_info=exc
+    )
