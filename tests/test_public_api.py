@@ -57,7 +57,7 @@ def test_spec_names_are_exported() -> None:
         "register_provider", "run_agent_loop", "run_agent_loop_continue", "stream_simple", "tool",
         "unregister_provider", "validate_tool_arguments", "BeforeToolCallContext",
         "BeforeToolCallResult", "AfterToolCallContext", "AfterToolCallResult", "TurnContext",
-        "NextTurn",
+        "NextTurn", "RunError", "RunResult",
     }  # fmt: skip
     assert expected <= set(pi_core.__all__)
 
