@@ -36,6 +36,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin, overload
 import attrs
 import cattrs
 import jiter
+from cattrs.cols import list_structure_factory
 from cattrs.errors import BaseValidationError, ClassValidationError, IterableValidationError
 from cattrs.gen import make_dict_structure_fn, override
 from cattrs.gen import make_dict_unstructure_fn_from_attrs as _make_unstructure_fn
@@ -349,6 +350,24 @@ def _unstructure_any(value: Any) -> Any:
     return _converter.unstructure(value)
 
 
+def _is_list(tp: Any) -> bool:
+    return get_origin(tp) is list
+
+
+def _strict_list(tp: Any, converter: cattrs.Converter) -> _StructureHook:
+    """cattrs' list hook, for JSON arrays only: it would read an object's keys or a string's
+    characters as the items."""
+    structure = list_structure_factory(tp, converter)
+
+    def hook(data: Any, _: object) -> list[Any]:
+        if type(data) is not list and type(data) is not tuple:
+            raise ValueError(f"expected a list, got {_preview(data)}")
+        items: list[Any] = structure(data, tp)
+        return items
+
+    return hook
+
+
 def _is_list_or_dict(tp: Any) -> bool:
     return get_origin(tp) in (list, dict)
 
@@ -535,6 +554,7 @@ def _make_converter() -> cattrs.Converter:
         (bool, _structure_bool),
     ):
         converter.register_structure_hook(scalar, hook)
+    converter.register_structure_hook_factory(_is_list, _strict_list)
     converter.register_structure_hook_factory(_is_literal, _literal)
     converter.register_unstructure_hook_factory(attrs.has, _unstructure_attrs)
     converter.register_structure_hook_factory(attrs.has, _structure_attrs)

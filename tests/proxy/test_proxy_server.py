@@ -362,7 +362,7 @@ async def test_a_raising_stream_function_gets_an_error_event_and_only_its_type_i
 ) -> None:
     app = create_proxy_app(scripted(text_reply, fail=RuntimeError("key=sk-leak")), auth_token=TOKEN)
     response = await post(app)
-    assert data_lines(response)[-1]["errorMessage"] == "key=sk-leak"
+    assert data_lines(response)[-1]["errorMessage"] == "key=[redacted]"  # nor sent to the client
     assert "RuntimeError" in caplog.text
     assert "sk-leak" not in caplog.text
 

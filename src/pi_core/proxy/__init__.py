@@ -15,8 +15,21 @@ from __future__ import annotations
 
 from .._public import publish_module_names
 from ._client import stream_proxy
-from ._server import DEFAULT_MAX_BODY_BYTES, ProxyApp, create_proxy_app
+from ._server import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_JSON_ITEMS,
+    ProxyApp,
+    create_proxy_app,
+)
 
-__all__ = ("DEFAULT_MAX_BODY_BYTES", "ProxyApp", "create_proxy_app", "stream_proxy")
+__all__ = (
+    "DEFAULT_BODY_TIMEOUT",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_JSON_ITEMS",
+    "ProxyApp",
+    "create_proxy_app",
+    "stream_proxy",
+)
 
 publish_module_names(globals(), __all__, __name__)

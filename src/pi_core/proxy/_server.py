@@ -11,24 +11,39 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import jiter
 
 from .._messages import Model
 from .._options import StreamFn, StreamOptions, close_stream, open_stream
 from .._registry import stream_simple
-from .._texts import NO_TERMINAL_EVENT, clip, exception_text
+from .._texts import NO_TERMINAL_EVENT
 from ..nursery import AbortController
-from ..serialization import from_dict
+from ._errors import public_error_text
+from ._request import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_JSON_ITEMS,
+    BodyLimits,
+    Disconnected,
+    Reject,
+    parse_request,
+    read_body,
+)
 from ._wire import ProxyRequest, WireEncoder
 
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "ProxyApp", "create_proxy_app"]
+__all__ = [
+    "DEFAULT_BODY_TIMEOUT",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_JSON_ITEMS",
+    "ProxyApp",
+    "create_proxy_app",
+]
 
 Scope: TypeAlias = MutableMapping[str, Any]
 Message: TypeAlias = MutableMapping[str, Any]
@@ -36,13 +51,9 @@ Receive: TypeAlias = Callable[[], Awaitable[Message]]
 Send: TypeAlias = Callable[[Message], Awaitable[None]]
 ModelResolver: TypeAlias = Callable[[Model], Model | None]
 
-DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
-"""The default limit of a request body: a long transcript with images fits in it."""
-
 _log = logging.getLogger("pi_core.proxy")
 
 _PATH = "/api/stream"
-_MAX_ERROR_TEXT = 2000
 _CLIENT_GONE = "the proxy client disconnected"
 _STREAM_START = {
     "type": "http.response.start",
@@ -60,7 +71,10 @@ def create_proxy_app(
     *,
     auth_token: str,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_json_items: int = DEFAULT_MAX_JSON_ITEMS,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
     resolve_model: ModelResolver | None = None,
+    cors_origins: Sequence[str] | None = None,
 ) -> ProxyApp:
     """An ASGI app serving upstream's proxy protocol for ``stream_fn``.
 
@@ -70,61 +84,60 @@ def create_proxy_app(
 
     Args:
         stream_fn: the stream function to serve; by default every registered provider.
-        auth_token: the Bearer token every request must carry (compared in constant time).
+        auth_token: the Bearer token every request must carry (compared in constant time;
+            surrounding whitespace, such as the newline of a token file, is ignored).
         max_body_bytes: a larger request body is refused with 413.
+        max_json_items: a body with more JSON values is refused with 413 (counted as its
+            ``{``, ``[`` and ``,`` bytes, before parsing: parsed, small values cost far more
+            memory than their bytes).
+        body_timeout: seconds a client has to send its whole body; then 408.
         resolve_model: maps the client's model to the one to call, or ``None`` to refuse it
             (403). The client's model is used as sent otherwise, ``base_url`` included: a
             server holding API keys should pin the base URL here, or a client could have the
             key sent to a host of its choice.
+        cors_origins: the origins of browser apps allowed to call the proxy (``["*"]`` for
+            any): CORS is then answered by Starlette's ``CORSMiddleware`` (the ``server``
+            extra). ``None`` (the default) sends no CORS headers.
 
     Raises:
-        ValueError: ``auth_token`` is empty, or ``max_body_bytes`` is not positive.
+        ValueError: ``auth_token`` is empty, or a limit is not positive.
     """
-    if not auth_token:
+    token = auth_token.strip()
+    if not token:
         raise ValueError("auth_token must not be empty: the proxy would serve anyone")
-    if max_body_bytes <= 0:
-        raise ValueError(f"max_body_bytes must be positive, got {max_body_bytes}")
-    return ProxyApp(stream_fn, auth_token, max_body_bytes, resolve_model)
-
-
-class _Reject(Exception):
-    """A request refused before streaming: its status, ``{"error": <message>}``, headers."""
-
-    def __init__(
-        self, status: int, message: str, headers: tuple[tuple[bytes, bytes], ...] = ()
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.headers = headers
-
-
-class _Disconnected(Exception):
-    """The client went away while the request body was being read."""
+    limits = BodyLimits(max_body_bytes, max_json_items, body_timeout)
+    return ProxyApp(stream_fn, token, limits, resolve_model, cors_origins)
 
 
 class ProxyApp:
     """The ASGI application made by :func:`create_proxy_app`."""
 
-    __slots__ = ("_max_body_bytes", "_resolve_model", "_stream_fn", "_token")
+    __slots__ = ("_entry", "_limits", "_resolve_model", "_stream_fn", "_token")
 
     def __init__(
         self,
         stream_fn: StreamFn,
         auth_token: str,
-        max_body_bytes: int,
+        limits: BodyLimits,
         resolve_model: ModelResolver | None,
+        cors_origins: Sequence[str] | None = None,
     ) -> None:
         self._stream_fn = stream_fn
         self._token = auth_token.encode()
-        self._max_body_bytes = max_body_bytes
+        self._limits = limits
         self._resolve_model = resolve_model
+        self._entry: Callable[[Scope, Receive, Send], Awaitable[None]] = self._serve
+        if cors_origins is not None:
+            self._entry = _with_cors(self._serve, cors_origins)
 
     def __repr__(self) -> str:
         return f"<ProxyApp stream_fn={self._stream_fn!r}>"  # never the token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI entry point: ``http`` and ``lifespan`` scopes (others are not served)."""
+        await self._entry(scope, receive, send)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await _lifespan(receive, send)
         elif scope["type"] == "http":
@@ -133,36 +146,36 @@ class ProxyApp:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             request = await self._read_request(scope, receive)
-        except _Reject as reject:
+        except Reject as reject:
             await _send_error(send, reject)
             return
-        except _Disconnected:
+        except Disconnected:
             return
         _log.debug("proxy stream: model %s (api %s)", request.model.id, request.model.api)
         await _stream(self._stream_fn, request, receive, send)
 
     async def _read_request(self, scope: Scope, receive: Receive) -> ProxyRequest:
-        """Route, authenticate, read and validate; :class:`_Reject` says why not."""
+        """Route, authenticate, read and validate; :class:`Reject` says why not."""
         if _path(scope) != _PATH:
-            raise _Reject(404, "Not found")
+            raise Reject(404, "Not found")
         if scope["method"] != "POST":
-            raise _Reject(405, "Method not allowed", ((b"allow", b"POST"),))
+            raise Reject(405, "Method not allowed", ((b"allow", b"POST"),))
         self._authenticate(scope)
-        request = _parse_body(await _read_body(scope, receive, self._max_body_bytes))
+        request = await parse_request(await read_body(scope["headers"], receive, self._limits))
         if self._resolve_model is None:
             return request
         model = self._resolve_model(request.model)
         if model is None:
-            raise _Reject(403, f"Model not allowed: {request.model.provider}/{request.model.id}")
+            raise Reject(403, f"Model not allowed: {request.model.provider}/{request.model.id}")
         return ProxyRequest(model, request.context, request.options)
 
     def _authenticate(self, scope: Scope) -> None:
         challenge = ((b"www-authenticate", b"Bearer"),)
         token = _bearer_token(scope)
         if token is None:
-            raise _Reject(401, "Missing bearer token", challenge)
+            raise Reject(401, "Missing bearer token", challenge)
         if not hmac.compare_digest(token, self._token):
-            raise _Reject(401, "Invalid bearer token", challenge)
+            raise Reject(401, "Invalid bearer token", challenge)
 
 
 # --- the request ---------------------------------------------------------------------------------
@@ -183,43 +196,10 @@ def _bearer_token(scope: Scope) -> bytes | None:
     return None
 
 
-async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
-    too_large = _Reject(413, f"Request body too large (limit {limit} bytes)")
-    for name, value in scope["headers"]:
-        if name == b"content-length" and value.isdigit() and int(value) > limit:
-            raise too_large  # refused before a byte of it is read
-    body = bytearray()
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise _Disconnected
-        body += message.get("body", b"")
-        if len(body) > limit:
-            raise too_large
-        if not message.get("more_body", False):
-            return bytes(body)
-
-
-def _parse_body(body: bytes) -> ProxyRequest:
-    try:
-        data = jiter.from_json(body)
-    except ValueError as exc:
-        raise _Reject(400, f"Malformed JSON in request body: {exc}") from None
-    try:
-        request: ProxyRequest = from_dict(data, ProxyRequest)
-    except ValueError as exc:
-        # "Cannot load ProxyRequest: <problem> @ $.path; ..." → the problems alone
-        _, colon, problems = str(exc).partition(": ")
-        raise _Reject(
-            422, f"Invalid request body: {clip(problems if colon else str(exc), _MAX_ERROR_TEXT)}"
-        ) from None
-    return request
-
-
 # --- the response --------------------------------------------------------------------------------
 
 
-async def _send_error(send: Send, reject: _Reject) -> None:
+async def _send_error(send: Send, reject: Reject) -> None:
     body = json.dumps({"error": reject.message}, ensure_ascii=False).encode("utf-8", "replace")
     headers = [(b"content-type", b"application/json"), *reject.headers]
     await send({"type": "http.response.start", "status": reject.status, "headers": headers})
@@ -295,7 +275,26 @@ async def _send_chunk(send: Send, data: bytes) -> None:
 def _exception_text(exc: Exception) -> str:
     # The log gets the type only: a message can hold a URL with a key in it.
     _log.warning("the proxied stream function raised %s", type(exc).__name__)
-    return exception_text(exc)
+    return public_error_text(exc)
+
+
+def _with_cors(
+    app: Callable[[Scope, Receive, Send], Awaitable[None]], origins: Sequence[str]
+) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    """``app`` behind Starlette's CORS middleware: preflights answered, POSTs marked."""
+    try:
+        from starlette.middleware.cors import CORSMiddleware
+    except ImportError:  # pragma: no cover - starlette is part of the server extra
+        raise ImportError(
+            "cors_origins needs starlette: pip install 'pi-agent-core-py[server]'"
+        ) from None
+    return CORSMiddleware(
+        app,
+        allow_origins=list(origins),
+        allow_methods=["POST"],
+        allow_headers=["authorization", "content-type"],
+        max_age=600,
+    )
 
 
 async def _lifespan(receive: Receive, send: Send) -> None:

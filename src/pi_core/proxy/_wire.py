@@ -50,6 +50,7 @@ from .._messages import (
 from .._options import CacheRetention, StreamOptions
 from ..nursery import AbortSignal
 from ..serialization import dumps
+from ._errors import redact_credentials
 
 __all__ = ["ProxyRequest", "WireEncoder", "WireOptions", "encode_request"]
 
@@ -209,7 +210,8 @@ def _usage(usage: Usage) -> Any:
 def _error_payload(reason: str, error_message: str | None, usage: Usage) -> dict[str, Any]:
     payload: dict[str, Any] = {"type": "error", "reason": reason}
     if error_message is not None:
-        payload["errorMessage"] = error_message
+        # The server's provider wrote it: it must not hand the client a key or a header.
+        payload["errorMessage"] = redact_credentials(error_message)
     payload["usage"] = _usage(usage)
     return payload
 
