@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._agent import Agent, AgentListener
+from ._compat import ModelCompat
 from ._decorator import tool
 from ._events import (
     AgentEnd,
@@ -117,6 +118,7 @@ __all__ = (
     "MessageStart",
     "MessageUpdate",
     "Model",
+    "ModelCompat",
     "ModelCost",
     "NextTurn",
     "PiCoreError",

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import attrs
 
+from ._compat import ModelCompat
+
 if TYPE_CHECKING:
     from typing import TypeAlias
 
@@ -257,6 +259,9 @@ class Model:
     context_window: int = 0
     max_tokens: int = 0
     headers: dict[str, str] | None = attrs.field(default=None, hash=False)
+    compat: ModelCompat | None = None
+    """What the model's server accepts where servers of its API differ; ``None`` (or a field left
+    ``None``) lets the provider detect it from ``base_url``."""
 
 
 @attrs.frozen

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from typing import Any
 
+from .._compat import ModelCompat
 from .._messages import (
     AssistantMessage,
     Context,
@@ -19,18 +22,39 @@ from .._messages import (
 )
 from ._transcript import prepare_transcript
 
-__all__ = ["IMAGE_OMITTED_TEXT", "convert_messages", "convert_tools"]
+__all__ = ["IMAGE_OMITTED_TEXT", "convert_messages", "convert_tools", "normalize_call_id"]
 
 IMAGE_OMITTED_TEXT = "(image omitted: this model does not accept images)"
 """Stands in for an image the model cannot take, so it knows something was there."""
 
-_REASONING_FIELDS = ("reasoning_content", "reasoning")
+_REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+_BRIDGE_TEXT = "I have processed the tool results."
+_MAX_CALL_ID = 40
+_ID_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 
 Wire = dict[str, Any]
 
 
-def convert_tools(tools: list[Tool]) -> list[Wire]:
-    """Tools as Chat Completions functions."""
+def normalize_call_id(call_id: str) -> str:
+    """A tool call id OpenAI accepts (at most 40 characters of ``[a-zA-Z0-9_-]``).
+
+    Ids of other providers can be composite (``call_abc|fc_…`` from OpenAI Responses) or long;
+    the first part of a composite id is kept, a long id keeps its start and gains a short hash
+    of the whole, so two long ids never merge. Applied alike to calls and their results.
+    """
+    if "|" in call_id:
+        call_id = call_id.split("|", 1)[0]
+    elif len(call_id) <= _MAX_CALL_ID and not _ID_UNSAFE.search(call_id):
+        return call_id
+    safe = _ID_UNSAFE.sub("_", call_id) or "call"
+    if len(safe) <= _MAX_CALL_ID:
+        return safe
+    digest = hashlib.sha256(call_id.encode("utf-8", "replace")).hexdigest()[:8]
+    return f"{safe[: _MAX_CALL_ID - 9]}_{digest}"
+
+
+def convert_tools(tools: list[Tool], *, strict: bool = False) -> list[Wire]:
+    """Tools as Chat Completions functions (``strict: false`` where the server takes it)."""
     return [
         {
             "type": "function",
@@ -38,30 +62,38 @@ def convert_tools(tools: list[Tool]) -> list[Wire]:
                 "name": tool.name,
                 "description": tool.description,
                 "parameters": tool.parameters,
+                **({"strict": False} if strict else {}),
             },
         }
         for tool in tools
     ]
 
 
-def convert_messages(model: Model, context: Context) -> list[Wire]:
+def convert_messages(model: Model, context: Context, compat: ModelCompat) -> list[Wire]:
     """The ``messages`` array: the system prompt, then the prepared transcript."""
     wire: list[Wire] = []
     if context.system_prompt:
-        # "system" rather than "developer": every compatible server knows it, and OpenAI's
-        # reasoning models treat it as a developer message.
-        wire.append({"role": "system", "content": context.system_prompt})
+        developer = model.reasoning and compat.supports_developer_role
+        wire.append(
+            {"role": "developer" if developer else "system", "content": context.system_prompt}
+        )
     tool_images: list[Wire] = []
-    for message in prepare_transcript(context.messages, model):
-        if not isinstance(message, ToolResultMessage):
-            _flush_tool_images(tool_images, wire)
+    after_results = False
+    for message in prepare_transcript(context.messages, model, normalize_call_id):
+        if tool_images and not isinstance(message, ToolResultMessage):
+            _flush_tool_images(tool_images, wire, compat)
+            after_results = False  # a user message with the images came after the results
         if isinstance(message, UserMessage):
+            if after_results and compat.requires_assistant_after_tool_result:
+                wire.append({"role": "assistant", "content": _BRIDGE_TEXT})
             _append_if(wire, _user(model, message))
         elif isinstance(message, AssistantMessage):
-            _append_if(wire, _assistant(model, message))
+            _append_if(wire, _assistant(model, message, compat))
         else:
-            wire.append(_tool_result(model, message, tool_images))
-    _flush_tool_images(tool_images, wire)
+            wire.append(_tool_result(model, message, tool_images, compat))
+        after_results = isinstance(message, ToolResultMessage)
+    if tool_images:
+        _flush_tool_images(tool_images, wire, compat)
     return wire
 
 
@@ -89,26 +121,32 @@ def _data_url(image: ImageContent) -> str:
     return f"data:{image.mime_type};base64,{image.data}"
 
 
-def _assistant(model: Model, message: AssistantMessage) -> Wire | None:
+def _assistant(model: Model, message: AssistantMessage, compat: ModelCompat) -> Wire | None:
     texts = [block.text for block in message.content if isinstance(block, TextContent)]
     calls = [block for block in message.content if isinstance(block, ToolCall)]
-    text = "\n".join(text for text in texts if text)
-    if not text and not calls:
-        return None  # servers reject an assistant message with neither content nor calls
-    wire: Wire = {"role": "assistant", "content": text or None}
-    if calls:
-        wire["tool_calls"] = [_call(call) for call in calls]
-    _add_reasoning(message, wire)
-    return wire
-
-
-def _add_reasoning(message: AssistantMessage, wire: Wire) -> None:
-    """Send this model's own reasoning back under the field it came in (llama.cpp, DeepSeek)."""
     thinking = [
         block
         for block in message.content
-        if isinstance(block, ThinkingContent) and not block.redacted and block.thinking
+        if isinstance(block, ThinkingContent) and not block.redacted and block.thinking.strip()
     ]
+    text = "\n".join(text for text in texts if text)
+    if compat.requires_thinking_as_text and thinking:
+        text = "\n\n".join([*(block.thinking for block in thinking), *([text] if text else [])])
+        thinking = []
+    if not text and not calls:
+        return None  # servers reject an assistant message with neither content nor calls
+    empty = "" if compat.requires_assistant_after_tool_result else None
+    wire: Wire = {"role": "assistant", "content": text or empty}
+    if calls:
+        wire["tool_calls"] = [_call(call) for call in calls]
+    _add_reasoning(thinking, wire)
+    if compat.requires_reasoning_content_on_assistant_messages and model.reasoning:
+        wire.setdefault("reasoning_content", "")
+    return wire
+
+
+def _add_reasoning(thinking: list[ThinkingContent], wire: Wire) -> None:
+    """Send this model's own reasoning back under the field it came in (llama.cpp, DeepSeek)."""
     if thinking and thinking[0].thinking_signature in _REASONING_FIELDS:
         field = thinking[0].thinking_signature
         assert field is not None
@@ -123,7 +161,9 @@ def _call(call: ToolCall) -> Wire:
     }
 
 
-def _tool_result(model: Model, message: ToolResultMessage, tool_images: list[Wire]) -> Wire:
+def _tool_result(
+    model: Model, message: ToolResultMessage, tool_images: list[Wire], compat: ModelCompat
+) -> Wire:
     """A ``tool`` message; its images wait in ``tool_images`` for one user message after the
     run of tool messages, since nothing may come between the answers to one set of calls."""
     text = "\n".join(block.text for block in message.content if isinstance(block, TextContent))
@@ -135,11 +175,20 @@ def _tool_result(model: Model, message: ToolResultMessage, tool_images: list[Wir
         text = text or "(see attached image)"
     elif images:
         text = f"{text}\n{IMAGE_OMITTED_TEXT}" if text else IMAGE_OMITTED_TEXT
-    return {"role": "tool", "tool_call_id": message.tool_call_id, "content": text or "(no output)"}
+    result: Wire = {
+        "role": "tool",
+        "tool_call_id": message.tool_call_id,
+        "content": text or "(no output)",
+    }
+    if compat.requires_tool_result_name and message.tool_name:
+        result["name"] = message.tool_name
+    return result
 
 
-def _flush_tool_images(tool_images: list[Wire], wire: list[Wire]) -> None:
-    if tool_images:
-        intro: Wire = {"type": "text", "text": "Attached image(s) from tool result:"}
-        wire.append({"role": "user", "content": [intro, *tool_images]})
-        tool_images.clear()
+def _flush_tool_images(tool_images: list[Wire], wire: list[Wire], compat: ModelCompat) -> None:
+    """Send the images of the last tool results as one user message."""
+    if compat.requires_assistant_after_tool_result:
+        wire.append({"role": "assistant", "content": _BRIDGE_TEXT})
+    intro: Wire = {"type": "text", "text": "Attached image(s) from tool result:"}
+    wire.append({"role": "user", "content": [intro, *tool_images]})
+    tool_images.clear()

@@ -31,10 +31,14 @@ Mapping:
 * ``finish_reason``: ``stop`` → stop, ``length`` → length, ``tool_calls`` / ``function_call`` →
   toolUse, ``content_filter`` → a ``StreamError``. Usage comes from the last chunk
   (``stream_options.include_usage``); cached prompt tokens count as cache reads.
-* ``options.reasoning`` becomes ``reasoning_effort`` when ``model.reasoning`` is true (``xhigh``
-  is sent as ``high``, the highest level most servers accept). ``options.max_tokens`` is sent as
-  ``max_completion_tokens`` to api.openai.com (its reasoning models refuse ``max_tokens``) and as
-  ``max_tokens`` elsewhere, the name every compatible server understands.
+* The request follows the server's dialect, a :class:`~pi_core.ModelCompat` detected from
+  ``model.base_url`` and overridden field by field by ``model.compat``: api.openai.com gets
+  ``max_completion_tokens``, ``store: false``, the ``developer`` role for reasoning models and
+  ``strict`` tools; DeepSeek its ``thinking`` switch; OpenRouter its ``reasoning`` object and
+  cache markers for Anthropic models; any other server (vLLM, Ollama, llama.cpp …) the plain
+  dialect every compatible server understands (``system`` role, ``max_tokens``).
+  ``options.reasoning`` becomes ``reasoning_effort`` when ``model.reasoning`` is true (``xhigh``
+  is sent as ``high``, the highest level most servers accept).
 """
 
 from __future__ import annotations
@@ -61,7 +65,8 @@ from ._common import (
     require_api_key,
     stream_sse,
 )
-from ._openai_convert import convert_messages, convert_tools
+from ._openai_compat import resolve_compat
+from ._openai_request import build_body, session_headers
 from ._partial import PartialMessage
 
 __all__ = ["API", "DEFAULT_BASE_URL", "ENV_API_KEY", "register", "stream_openai", "unregister"]
@@ -132,6 +137,7 @@ def unregister() -> None:
 def _build_request(model: Model, context: Context, options: StreamOptions) -> RequestSpec:
     """The Chat Completions request for ``context``; :class:`StreamFailure` without an API key."""
     api_key = require_api_key(model, options, ENV_API_KEY)
+    compat = resolve_compat(model)
     base_url = (model.base_url or DEFAULT_BASE_URL).rstrip("/")
     headers = merge_headers(
         {
@@ -140,28 +146,11 @@ def _build_request(model: Model, context: Context, options: StreamOptions) -> Re
             "Accept": "text/event-stream",
         },
         model.headers,
+        session_headers(options, compat),
         options.headers,
     )
-    return RequestSpec(f"{base_url}/chat/completions", headers, _body(model, context, options))
-
-
-def _body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "model": model.id,
-        "messages": convert_messages(model, context),
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
-    if options.max_tokens:
-        official = "api.openai.com" in (model.base_url or DEFAULT_BASE_URL)
-        body["max_completion_tokens" if official else "max_tokens"] = options.max_tokens
-    if options.temperature is not None:
-        body["temperature"] = options.temperature
-    if context.tools:
-        body["tools"] = convert_tools(context.tools)
-    if model.reasoning and options.reasoning not in (None, "off"):
-        body["reasoning_effort"] = "high" if options.reasoning == "xhigh" else options.reasoning
-    return body
+    body = build_body(model, context, options, compat)
+    return RequestSpec(f"{base_url}/chat/completions", headers, body)
 
 
 # --- the response -------------------------------------------------------------------------------

@@ -1,0 +1,77 @@
+"""``ModelCompat``: what a server behind a provider's API accepts, where servers differ."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+__all__ = ["MaxTokensField", "ModelCompat", "ThinkingFormat"]
+
+MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
+ThinkingFormat = Literal["openai", "openrouter", "deepseek", "zai", "qwen", "qwen-chat-template"]
+
+
+@attrs.frozen(kw_only=True)
+class ModelCompat:
+    """Compatibility settings of a model's server; every field ``None`` means "detect it".
+
+    Servers that speak one API (OpenAI's Chat Completions above all) differ in the details: the
+    name of the max-tokens field, the role of the system prompt, how reasoning is switched on.
+    The providers detect the usual servers from ``Model.base_url`` (and ``Model.provider``);
+    a field set here overrides that detection for this model. It serialises as the ``compat``
+    record of the TypeScript original (camelCase keys), and the model catalogue fills it in
+    where that original does. Fields that do not apply to a model's API are ignored.
+    """
+
+    # --- OpenAI-compatible Chat Completions -----------------------------------------------------
+    supports_store: bool | None = None
+    """The server takes ``store`` (it is sent as ``false``)."""
+    supports_developer_role: bool | None = None
+    """The system prompt of a reasoning model goes out as role ``developer`` (else ``system``)."""
+    supports_reasoning_effort: bool | None = None
+    """The server takes ``reasoning_effort``."""
+    supports_usage_in_streaming: bool | None = None
+    """The server takes ``stream_options: {include_usage: true}`` (default true)."""
+    max_tokens_field: MaxTokensField | None = None
+    """The name under which ``StreamOptions.max_tokens`` is sent."""
+    requires_tool_result_name: bool | None = None
+    """Tool results carry the tool's ``name``."""
+    requires_assistant_after_tool_result: bool | None = None
+    """A user message may not follow tool results directly: a short assistant line is put
+    between them."""
+    requires_thinking_as_text: bool | None = None
+    """Earlier reasoning is sent back as plain text in the assistant message."""
+    requires_reasoning_content_on_assistant_messages: bool | None = None
+    """Every earlier assistant message of a reasoning model carries ``reasoning_content``
+    (empty when there was none), as DeepSeek requires."""
+    thinking_format: ThinkingFormat | None = None
+    """How reasoning is switched on: ``reasoning_effort`` (openai), ``reasoning: {effort}``
+    (openrouter), ``thinking: {type}`` plus ``reasoning_effort`` (deepseek), ``enable_thinking``
+    (zai, qwen) or ``chat_template_kwargs.enable_thinking`` (qwen-chat-template)."""
+    open_router_routing: dict[str, Any] | None = attrs.field(default=None, hash=False)
+    """OpenRouter's provider routing preferences, sent as ``provider``."""
+    vercel_gateway_routing: dict[str, Any] | None = attrs.field(default=None, hash=False)
+    """Vercel AI Gateway's routing (``only``, ``order``), sent as ``providerOptions.gateway``."""
+    zai_tool_stream: bool | None = None
+    """Send ``tool_stream: true`` (z.ai streams tool call arguments only then)."""
+    supports_strict_mode: bool | None = None
+    """Tool definitions may carry ``strict`` (sent as ``false``)."""
+    cache_control_format: Literal["anthropic"] | None = None
+    """``"anthropic"``: mark the system prompt, the last tool and the last user or assistant
+    text with Anthropic's ``cache_control`` (OpenRouter's Anthropic models)."""
+    send_session_affinity_headers: bool | None = None
+    """Send ``StreamOptions.session_id`` as the ``session_id``, ``x-client-request-id`` and
+    ``x-session-affinity`` headers while caching is on."""
+    supports_long_cache_retention: bool | None = None
+    """Cache retention ``"long"`` is honoured (``prompt_cache_retention: "24h"``, or an
+    Anthropic ``ttl`` of one hour); default true."""
+
+    # --- OpenAI Responses -----------------------------------------------------------------------
+    send_session_id_header: bool | None = None
+    """Send ``StreamOptions.session_id`` as the ``session_id`` header while caching is on."""
+
+    # --- Anthropic Messages ---------------------------------------------------------------------
+    supports_eager_tool_input_streaming: bool | None = None
+    """Tools carry ``eager_input_streaming: true``; when false, the fine-grained tool streaming
+    beta header is sent instead (default true)."""

@@ -1,0 +1,132 @@
+"""Which Chat Completions dialect a model's server speaks: detection by base URL and provider.
+
+:func:`resolve_compat` returns a :class:`~pi_core.ModelCompat` with every field set: what is
+detected for the server, overridden field by field by ``model.compat``.
+
+* api.openai.com: everything OpenAI offers (``developer`` role for reasoning models, ``store``,
+  ``max_completion_tokens``, ``reasoning_effort``, ``strict`` tools).
+* Hosted services known to the TypeScript original (OpenRouter, DeepSeek, xAI, Cerebras, z.ai,
+  Moonshot, Chutes, OpenCode, Cloudflare, Groq, Mistral, Together, Fireworks …) get its settings:
+  DeepSeek's thinking switch and ``reasoning_content`` on replayed messages, OpenRouter's
+  ``reasoning`` object and ``cache_control`` for its Anthropic models, ``max_tokens`` where
+  ``max_completion_tokens`` is refused.
+* Any other server (a local vLLM, Ollama, llama.cpp or LM Studio, a company gateway) gets the
+  settings every compatible server understands: ``system`` role, ``max_tokens``, no ``store``,
+  no ``strict``; ``reasoning_effort`` still goes out for reasoning models.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from .._compat import ModelCompat, ThinkingFormat
+from .._messages import Model
+
+__all__ = ["resolve_compat"]
+
+OPENAI_HOST = "api.openai.com"
+
+# Hosted servers that take OpenAI's own field names (max_completion_tokens, store, developer).
+_OPENAI_LIKE_HOSTS = ("openrouter.ai", "ai-gateway.vercel.sh", "api.groq.com", "api.mistral.ai")
+# Hosted servers known to refuse store and the developer role (the TypeScript original's list).
+_NON_STANDARD_HOSTS = (
+    "cerebras.ai",
+    "api.x.ai",
+    "chutes.ai",
+    "deepseek.com",
+    "api.z.ai",
+    "api.moonshot.",
+    "opencode.ai",
+    "api.cloudflare.com",
+    "gateway.ai.cloudflare.com",
+)
+_NON_STANDARD_PROVIDERS = (
+    "cerebras",
+    "xai",
+    "zai",
+    "moonshotai",
+    "moonshotai-cn",
+    "opencode",
+    "cloudflare-workers-ai",
+    "cloudflare-ai-gateway",
+    "deepseek",
+)
+
+
+def resolve_compat(model: Model) -> ModelCompat:
+    """The detected settings for ``model``, with every field ``model.compat`` sets taken over."""
+    detected = detect_compat(model)
+    if model.compat is None:
+        return detected
+    overrides = {
+        field.name: value
+        for field in attrs.fields(ModelCompat)
+        if (value := getattr(model.compat, field.name)) is not None
+    }
+    return attrs.evolve(detected, **overrides)
+
+
+def detect_compat(model: Model) -> ModelCompat:
+    """The settings detected from ``model.base_url`` and ``model.provider`` alone."""
+    url = model.base_url or f"https://{OPENAI_HOST}/v1"
+    provider = model.provider
+    known = OPENAI_HOST in url or any(host in url for host in _OPENAI_LIKE_HOSTS)
+    non_standard = provider in _NON_STANDARD_PROVIDERS or any(h in url for h in _NON_STANDARD_HOSTS)
+    if not (known or non_standard or provider == "openrouter"):
+        return _generic_server()
+    is_zai = provider == "zai" or "api.z.ai" in url
+    is_moonshot = provider.startswith("moonshotai") or "api.moonshot." in url
+    is_cf_gateway = provider == "cloudflare-ai-gateway" or "gateway.ai.cloudflare.com" in url
+    is_cf_workers = provider == "cloudflare-workers-ai" or "api.cloudflare.com" in url
+    is_grok = provider == "xai" or "api.x.ai" in url
+    is_deepseek = provider == "deepseek" or "deepseek.com" in url
+    is_openrouter = provider == "openrouter" or "openrouter.ai" in url
+    thinking: ThinkingFormat = "openai"
+    if is_deepseek or is_zai:
+        thinking = "deepseek" if is_deepseek else "zai"
+    elif is_openrouter:
+        thinking = "openrouter"
+    return ModelCompat(
+        supports_store=not non_standard,
+        supports_developer_role=not non_standard,
+        supports_reasoning_effort=not (is_grok or is_zai or is_moonshot or is_cf_gateway),
+        supports_usage_in_streaming=True,
+        max_tokens_field=(
+            "max_tokens"
+            if "chutes.ai" in url or is_moonshot or is_cf_gateway or is_deepseek
+            else "max_completion_tokens"
+        ),
+        requires_tool_result_name=False,
+        requires_assistant_after_tool_result=False,
+        requires_thinking_as_text=False,
+        requires_reasoning_content_on_assistant_messages=is_deepseek,
+        thinking_format=thinking,
+        zai_tool_stream=False,
+        supports_strict_mode=not (is_moonshot or is_cf_gateway),
+        cache_control_format="anthropic"
+        if is_openrouter and model.id.startswith("anthropic/")
+        else None,
+        send_session_affinity_headers=False,
+        supports_long_cache_retention=not (is_cf_workers or is_cf_gateway),
+    )
+
+
+def _generic_server() -> ModelCompat:
+    """What every OpenAI-compatible server understands (vLLM, Ollama, llama.cpp, LM Studio …)."""
+    return ModelCompat(
+        supports_store=False,
+        supports_developer_role=False,
+        supports_reasoning_effort=True,
+        supports_usage_in_streaming=True,
+        max_tokens_field="max_tokens",
+        requires_tool_result_name=False,
+        requires_assistant_after_tool_result=False,
+        requires_thinking_as_text=False,
+        requires_reasoning_content_on_assistant_messages=False,
+        thinking_format="openai",
+        zai_tool_stream=False,
+        supports_strict_mode=False,
+        cache_control_format=None,
+        send_session_affinity_headers=False,
+        supports_long_cache_retention=False,
+    )

@@ -1,0 +1,140 @@
+"""The body of a Chat Completions request, shaped by the server's :class:`~pi_core.ModelCompat`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._compat import ModelCompat
+from .._messages import AssistantMessage, Context, Model, ToolCall, ToolResultMessage
+from .._options import StreamOptions
+from ._openai_compat import OPENAI_HOST
+from ._openai_convert import convert_messages, convert_tools
+
+__all__ = ["build_body", "session_headers"]
+
+Wire = dict[str, Any]
+
+
+def build_body(
+    model: Model, context: Context, options: StreamOptions, compat: ModelCompat
+) -> dict[str, Any]:
+    """The JSON body for ``context`` as this model's server takes it."""
+    retention = options.cache_retention or "short"
+    long_cache = retention == "long" and bool(compat.supports_long_cache_retention)
+    messages = convert_messages(model, context, compat)
+    body: dict[str, Any] = {"model": model.id, "messages": messages, "stream": True}
+    if options.session_id and (
+        (OPENAI_HOST in model.base_url and retention != "none") or long_cache
+    ):
+        body["prompt_cache_key"] = options.session_id
+    if long_cache:
+        body["prompt_cache_retention"] = "24h"
+    if compat.supports_usage_in_streaming is not False:
+        body["stream_options"] = {"include_usage": True}
+    if compat.supports_store:
+        body["store"] = False
+    if options.max_tokens:
+        body[compat.max_tokens_field or "max_tokens"] = options.max_tokens
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    _add_tools(body, context, compat)
+    if compat.cache_control_format == "anthropic" and retention != "none":
+        marker: Wire = {"type": "ephemeral", **({"ttl": "1h"} if long_cache else {})}
+        _mark_for_cache(messages, body.get("tools"), marker)
+    _add_reasoning(body, model, options, compat)
+    _add_routing(body, model, compat)
+    return body
+
+
+def session_headers(options: StreamOptions, compat: ModelCompat) -> dict[str, str]:
+    """The session-affinity headers of servers that route a session to one cache."""
+    session = options.session_id
+    if not session or not compat.send_session_affinity_headers or options.cache_retention == "none":
+        return {}
+    return {"session_id": session, "x-client-request-id": session, "x-session-affinity": session}
+
+
+def _add_tools(body: Wire, context: Context, compat: ModelCompat) -> None:
+    if context.tools:
+        body["tools"] = convert_tools(context.tools, strict=bool(compat.supports_strict_mode))
+        if compat.zai_tool_stream:
+            body["tool_stream"] = True
+    elif _has_tool_history(context):
+        body["tools"] = []  # proxies in front of Anthropic refuse tool calls without tools
+
+
+def _has_tool_history(context: Context) -> bool:
+    return any(
+        isinstance(message, ToolResultMessage)
+        or (
+            isinstance(message, AssistantMessage)
+            and any(isinstance(block, ToolCall) for block in message.content)
+        )
+        for message in context.messages
+    )
+
+
+def _effort(options: StreamOptions) -> str | None:
+    level = options.reasoning
+    if level is None or level == "off":
+        return None
+    return "high" if level == "xhigh" else level  # the highest level most servers accept
+
+
+def _add_reasoning(body: Wire, model: Model, options: StreamOptions, compat: ModelCompat) -> None:
+    if not model.reasoning:
+        return
+    effort = _effort(options)
+    fmt = compat.thinking_format or "openai"
+    if fmt in ("zai", "qwen"):
+        body["enable_thinking"] = effort is not None
+    elif fmt == "qwen-chat-template":
+        body["chat_template_kwargs"] = {
+            "enable_thinking": effort is not None,
+            "preserve_thinking": True,
+        }
+    elif fmt == "deepseek":
+        body["thinking"] = {"type": "enabled" if effort else "disabled"}
+        if effort:
+            body["reasoning_effort"] = effort
+    elif fmt == "openrouter":
+        body["reasoning"] = {"effort": effort or "none"}
+    elif effort and compat.supports_reasoning_effort:
+        body["reasoning_effort"] = effort
+
+
+def _add_routing(body: Wire, model: Model, compat: ModelCompat) -> None:
+    if "openrouter.ai" in model.base_url and compat.open_router_routing:
+        body["provider"] = compat.open_router_routing
+    routing = compat.vercel_gateway_routing
+    if "ai-gateway.vercel.sh" in model.base_url and routing:
+        gateway = {key: routing[key] for key in ("only", "order") if routing.get(key)}
+        if gateway:
+            body["providerOptions"] = {"gateway": gateway}
+
+
+def _mark_for_cache(messages: list[Wire], tools: list[Wire] | None, marker: Wire) -> None:
+    """Anthropic-style cache markers: the system prompt, the last tool, the last user or
+    assistant text (OpenRouter passes them on to Anthropic's models)."""
+    for message in messages:
+        if message["role"] in ("system", "developer"):
+            _mark_text(message, marker)
+            break
+    if tools:
+        tools[-1]["cache_control"] = marker
+    for message in reversed(messages):
+        if message["role"] in ("user", "assistant") and _mark_text(message, marker):
+            break
+
+
+def _mark_text(message: Wire, marker: Wire) -> bool:
+    content = message.get("content")
+    if isinstance(content, str) and content:
+        message["content"] = [{"type": "text", "text": content, "cache_control": marker}]
+        return True
+    if isinstance(content, list):
+        for part in reversed(content):
+            if part.get("type") == "text":
+                part["cache_control"] = marker
+                return True
+    return False
