@@ -40,6 +40,7 @@ autodoc_type_aliases = {
     name: f"pi_core.{name}"
     for name in (
         "AgentEvent",
+        "AgentListener",
         "AgentMessage",
         "AssistantMessageEvent",
         "Message",

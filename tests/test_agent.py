@@ -42,7 +42,7 @@ from support import BlockingStream, faux, make_tool
 pytestmark = pytest.mark.anyio
 
 BUSY_PROMPT = (
-    "Agent is already processing a prompt. Use steer() or followUp() to queue messages, "
+    "Agent is already processing a prompt. Use steer() or follow_up() to queue messages, "
     "or wait for completion."
 )
 BUSY_CONTINUE = "Agent is already processing. Wait for completion before continuing."

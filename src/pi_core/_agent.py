@@ -29,6 +29,7 @@ from ._hooks import (
     default_convert_to_llm,
 )
 from ._interrupt import is_interruption
+from ._listeners import AgentListener, TwoArgumentListener, as_two_argument_listener
 from ._log import log_run_failure
 from ._loop import READY, run_loop
 from ._messages import (
@@ -55,15 +56,12 @@ from .nursery import AbortController, AbortSignal
 __all__ = ["Agent", "AgentListener"]
 
 BUSY_PROMPT_TEXT = (
-    "Agent is already processing a prompt. Use steer() or followUp() to queue messages, "
+    "Agent is already processing a prompt. Use steer() or follow_up() to queue messages, "
     "or wait for completion."
 )
 BUSY_CONTINUE_TEXT = "Agent is already processing. Wait for completion before continuing."
 INTERRUPTED_TEXT = "Tool execution was interrupted"
 """The result the Agent keeps for a tool call its run was interrupted in (no events sent)."""
-
-AgentListener = Callable[[AgentEvent, AbortSignal], "Awaitable[None] | None"]
-"""``listener(event, signal)``: sync or async; awaited in subscription order."""
 
 DEFAULT_MODEL = Model("unknown", input=())
 
@@ -168,8 +166,9 @@ class Agent:
         """Milliseconds since the epoch: stamps the messages the Agent and its runs make."""
         self._steering = MessageQueue(steering_mode)
         self._follow_ups = MessageQueue(follow_up_mode)
-        self._listeners: dict[AgentListener, None] = {}
-        self._listener_tuple: tuple[AgentListener, ...] = ()  # what a run iterates, per event
+        # Each listener as subscribed -> as the run calls it, with (event, signal).
+        self._listeners: dict[AgentListener, TwoArgumentListener] = {}
+        self._listener_tuple: tuple[TwoArgumentListener, ...] = ()  # what a run iterates, per event
         self._active: _ActiveRun | None = None
 
     stream_fn: _LoopSetting[StreamFn] = _LoopSetting()
@@ -281,18 +280,24 @@ class Agent:
         return bool(self._steering) or bool(self._follow_ups)
 
     def subscribe(self, listener: AgentListener) -> Callable[[], bool]:
-        """Call ``listener(event, signal)`` for every event; returns the unsubscribe function.
+        """Call ``listener(event, signal)`` (or ``listener(event)``) for every event.
 
         Listeners are awaited in subscription order after the state has been updated for the
-        event; subscribing the same function twice adds it once. The unsubscribe function
-        returns whether the listener was still subscribed.
+        event; subscribing the same function twice adds it once. A listener that raises fails
+        the run (see "Listeners" in the concepts).
+
+        Returns:
+            The unsubscribe function; it returns whether the listener was still subscribed.
+
+        Raises:
+            TypeError: ``listener`` cannot be called with ``(event)`` or ``(event, signal)``.
         """
-        self._listeners[listener] = None
-        self._listener_tuple = tuple(self._listeners)
+        self._listeners[listener] = as_two_argument_listener(listener)
+        self._listener_tuple = tuple(self._listeners.values())
 
         def unsubscribe() -> bool:
             present = self._listeners.pop(listener, _MISSING) is not _MISSING
-            self._listener_tuple = tuple(self._listeners)
+            self._listener_tuple = tuple(self._listeners.values())
             return present
 
         return unsubscribe
@@ -464,7 +469,7 @@ class Agent:
 
 
 async def _notify(
-    listeners: tuple[AgentListener, ...], event: AgentEvent, signal: AbortSignal
+    listeners: tuple[TwoArgumentListener, ...], event: AgentEvent, signal: AbortSignal
 ) -> None:
     for listener in listeners:
         returned = listener(event, signal)
