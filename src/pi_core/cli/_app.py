@@ -19,8 +19,10 @@ from .._messages import ThinkingLevel
 from ._chat import chat_command
 from ._interrupt import EXIT_ABORTED, EXIT_ERROR, EXIT_USAGE
 from ._run import run_command
+from ._runs import add_runs_parser, runs_command
 from ._serve import DEFAULT_HOST, DEFAULT_PORT, proxy_token, serve_proxy
 from ._setup import DEFAULT_PROXY_TOKEN_ENV, PROVIDERS, AgentSettings, UsageError
+from ._worker import add_worker_parser, worker_command
 
 __all__ = ["build_parser", "main"]
 
@@ -38,6 +40,8 @@ examples:
   pi-core run --model anthropic/claude-sonnet-4-5 --thinking low "What time is it?"
   pi-core chat
   PI_CORE_PROXY_TOKEN=secret pi-core serve-proxy --port 8787
+  pi-core worker myapp.agents:agents --db sqlite:///runs.sqlite --executor-id w1
+  pi-core runs start --db sqlite:///runs.sqlite --follow assistant "What is 2 + 3 * 4?"
 
 exit status: 0 success, 1 a model or tool error ended the run, 2 usage error, 130 aborted"""
 
@@ -89,6 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="talk to the agent; lines typed while it works steer it",
     )
     _add_serve_parser(commands)
+    add_worker_parser(commands)
+    add_runs_parser(commands)
     return parser
 
 
@@ -179,6 +185,8 @@ def _add_backend(group: Any) -> None:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    if args.command in _DURABLE_COMMANDS:  # DBOS runs on asyncio only
+        return _run(functools.partial(_DURABLE_COMMANDS[args.command], args), "asyncio")
     if args.backend == "trio" and importlib.util.find_spec("trio") is None:
         raise UsageError("--backend trio needs trio: pip install 'pi-agent-core-py[trio]'")
     if args.command == "serve-proxy":
@@ -192,6 +200,12 @@ def _dispatch(args: argparse.Namespace) -> int:
             raise UsageError("the prompt is empty")
         return _run(functools.partial(run_command, settings, args.prompt), args.backend)
     return _run(functools.partial(chat_command, settings), args.backend)
+
+
+_DURABLE_COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {
+    "worker": worker_command,
+    "runs": runs_command,
+}
 
 
 def _settings(args: argparse.Namespace) -> AgentSettings:

@@ -8,7 +8,14 @@ from collections.abc import AsyncIterator, Iterator
 
 import anyio
 
-__all__ = ["EXIT_ABORTED", "EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "open_interrupts"]
+__all__ = [
+    "EXIT_ABORTED",
+    "EXIT_ERROR",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "open_interrupts",
+    "wait_for_stop_signal",
+]
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -33,3 +40,12 @@ def open_interrupts(*also: signal.Signals) -> Iterator[AsyncIterator[signal.Sign
         except NotImplementedError:
             receiver = None
         yield receiver
+
+
+async def wait_for_stop_signal() -> None:
+    """Return at the first SIGINT or SIGTERM: a server's cue for a graceful shutdown."""
+    with open_interrupts(signal.SIGTERM) as signals:
+        if signals is None:  # no signal receiver here: Ctrl-C raises KeyboardInterrupt instead
+            await anyio.sleep_forever()
+        else:
+            await signals.__anext__()

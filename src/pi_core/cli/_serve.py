@@ -8,17 +8,15 @@ environment) and for the built-in demo model (api ``"pi-demo"``), so that
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from typing import Any, Literal
 
-import anyio
 import attrs
 
 from .._messages import Model
 from .._registry import stream_simple
 from ._demo import DEMO_API, DemoModel
-from ._interrupt import open_interrupts
+from ._interrupt import wait_for_stop_signal
 from ._setup import UsageError
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "proxy_token", "serve_proxy"]
@@ -57,7 +55,7 @@ async def serve_proxy(
     serve = _hypercorn_serve(backend)
     # hypercorn logs the address once bound (the real port, when asked for port 0).
     print("pi-core proxy: POST /api/stream with the bearer token; Ctrl-C stops", file=sys.stderr)
-    await serve(app, config, shutdown_trigger=_until_stopped)
+    await serve(app, config, shutdown_trigger=wait_for_stop_signal)
 
 
 def _make_app(token: str) -> Any:
@@ -107,12 +105,3 @@ def _hypercorn_serve(backend: str) -> Any:
     from hypercorn.asyncio import serve as serve_asyncio
 
     return serve_asyncio
-
-
-async def _until_stopped() -> None:
-    """Return at the first SIGINT or SIGTERM: hypercorn's cue for a graceful shutdown."""
-    with open_interrupts(signal.SIGTERM) as signals:
-        if signals is None:  # no signal receiver here: Ctrl-C raises KeyboardInterrupt instead
-            await anyio.sleep_forever()
-        else:
-            await signals.__anext__()

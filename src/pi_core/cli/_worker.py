@@ -1,0 +1,120 @@
+"""``pi-core worker MODULE:ATTR``: serve a :class:`~pi_core.durable.DurableAgents` until stopped.
+
+The worker launches the durable engine in this process, recovers the runs its executor id left
+unfinished, serves the queue, and shuts down cleanly at SIGINT or SIGTERM (a run it was serving
+stays pending in the database, to be finished when this executor id starts again or another
+worker recovers it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from types import ModuleType
+from typing import Any
+
+from ._interrupt import EXIT_OK, wait_for_stop_signal
+from ._setup import UsageError
+
+__all__ = ["DB_ENV", "add_db_option", "add_worker_parser", "import_durable", "worker_command"]
+
+DB_ENV = "PI_CORE_DB"
+"""The environment variable ``--db`` defaults to."""
+
+_READY = "pi-core worker {executor_id}: serving {target} (Ctrl-C or SIGTERM stops)"
+
+
+def add_db_option(parser: argparse.ArgumentParser) -> None:
+    """``--db URL``, defaulting to the environment variable :data:`DB_ENV`."""
+    parser.add_argument(
+        "--db",
+        metavar="URL",
+        default=os.environ.get(DB_ENV),
+        help="the database: sqlite:///file.sqlite or postgresql://user@host/db "
+        f"(default: ${DB_ENV})",
+    )
+
+
+def add_worker_parser(commands: Any) -> None:
+    worker = commands.add_parser(
+        "worker", help="serve durable runs of the agents a DurableAgents defines"
+    )
+    worker.add_argument(
+        "target", metavar="MODULE:ATTR", help="where the DurableAgents is, e.g. myapp.agents:agents"
+    )
+    add_db_option(worker)
+    worker.add_argument(
+        "--executor-id",
+        required=True,
+        metavar="ID",
+        help="this worker's stable name: restarted with the same id, it resumes its runs",
+    )
+    worker.add_argument(
+        "--concurrency", type=int, default=25, help="runs served at once (default: 25)"
+    )
+    worker.add_argument(
+        "--app-version",
+        metavar="VERSION",
+        help="the version of the agents' code; workers serve only runs of their own version",
+    )
+
+
+def import_durable() -> ModuleType:
+    """:mod:`pi_core.durable`, or a usage error saying how to install it."""
+    try:
+        return importlib.import_module("pi_core.durable")
+    except ImportError as exc:
+        raise UsageError(
+            f"durable runs need the durable extra: pip install 'pi-agent-core-py[durable]' ({exc})"
+        ) from None
+
+
+def require_db(args: argparse.Namespace) -> str:
+    """The ``--db`` URL; a usage error when neither the option nor the variable gives one."""
+    if not args.db:
+        raise UsageError(f"no database: pass --db URL or set {DB_ENV}")
+    return str(args.db)
+
+
+def load_agents(target: str, kind: type) -> Any:
+    """Import ``MODULE:ATTR`` (the working directory first on the path) and check its type.
+
+    Raises:
+        UsageError: the target is malformed, cannot be imported, or is not a ``kind``.
+    """
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise UsageError(f"expected MODULE:ATTR, e.g. myapp.agents:agents, not {target!r}")
+    if os.getcwd() not in sys.path:  # what `python -m` does; the console script does not
+        sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(f"cannot import {module_name!r}: {exc}") from None
+    agents = getattr(module, attribute, None)
+    if not isinstance(agents, kind):
+        found = "nothing" if agents is None else f"a {type(agents).__name__}"
+        raise UsageError(f"{target} is {found}, not a {kind.__name__}")
+    return agents
+
+
+async def worker_command(args: argparse.Namespace) -> int:
+    """Serve until SIGINT or SIGTERM; returns the exit status."""
+    durable = import_durable()
+    database_url = require_db(args)
+    if args.concurrency < 1:
+        raise UsageError("--concurrency must be at least 1")
+    agents = load_agents(args.target, durable.DurableAgents)
+    async with durable.open_worker(
+        agents,
+        database_url,
+        executor_id=args.executor_id,
+        concurrency=args.concurrency,
+        app_version=args.app_version,
+    ):
+        print(_READY.format(executor_id=args.executor_id, target=args.target), file=sys.stderr)
+        await wait_for_stop_signal()
+    print(f"pi-core worker {args.executor_id}: stopped", file=sys.stderr)
+    return EXIT_OK
