@@ -1,0 +1,70 @@
+"""Worker and client processes for the end-to-end durable tests: ``pi-core worker`` serving
+:mod:`_counting_agents`, and ``pi-core runs …`` commands against the same database."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+
+from _cli_process import TIMEOUT, LiveCli, run_cli
+
+from durable._counting_agents import STALL_ENV
+
+HERE = Path(__file__).resolve().parent
+READY = "serving _counting_agents:agents"
+
+
+def worker_env(*, stall: bool = False) -> dict[str, str]:
+    """A worker's environment: this directory importable; ``slow`` stalls if ``stall``."""
+    paths = [str(HERE), os.environ.get("PYTHONPATH", "")]
+    return {"PYTHONPATH": os.pathsep.join(p for p in paths if p), STALL_ENV: "1" if stall else "0"}
+
+
+@contextlib.contextmanager
+def running_worker(
+    database_url: str, executor_id: str, *, stall: bool = False, concurrency: int = 25
+) -> Iterator[LiveCli]:
+    """``pi-core worker`` serving the counting agents, ready; killed at the end if still alive."""
+    args = ["worker", "_counting_agents:agents", "--db", database_url]
+    args += ["--executor-id", executor_id, "--concurrency", str(concurrency)]
+    with LiveCli(*args, env=worker_env(stall=stall), merge_stderr=True) as worker:
+        worker.wait_for(READY)
+        yield worker
+
+
+def runs(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``pi-core runs ARGS --db URL``, to completion."""
+    return run_cli("runs", *args, "--db", database_url, env=worker_env())
+
+
+def start_counting_run(database_url: str, directory: Path) -> str:
+    """Start a run of the counting agent counting into ``directory``; return its id."""
+    directory.mkdir()
+    params = json.dumps({"dir": str(directory)})
+    started = runs(database_url, "start", "counting", "go", "--params", params)
+    assert started.returncode == 0, started.stderr
+    return started.stdout.strip()
+
+
+def wait_until(condition: Callable[[], bool], what: str) -> None:
+    """Poll ``condition`` (a file another process writes) until true; fail after the timeout."""
+    deadline = time.monotonic() + TIMEOUT
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+def stop(worker: LiveCli) -> None:
+    """SIGTERM, as a service manager stops a worker: it must shut down cleanly."""
+    worker.process.terminate()
+    assert worker.finish() == 0, worker.output
+    assert "stopped" in worker.output
