@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from pi_core.durable import AgentSpec, DurableAgents
 
 from pi_core import (
     AgentTool,
@@ -32,7 +33,6 @@ from pi_core import (
     ToolResultMessage,
     tool,
 )
-from pi_core.durable import AgentSpec, DurableAgents
 from pi_core.testing import ScriptedStream, scripted_reply
 
 STALL_ENV = "STALL_SLOW"

@@ -72,10 +72,20 @@ def _server_user() -> pwd.struct_passwd | None:
 class PostgresServer:
     """A running throwaway server; :meth:`stop` ends it and deletes its files."""
 
-    def __init__(self, bindir: Path, root: Path, port: int, user: pwd.struct_passwd | None) -> None:
+    def __init__(
+        self,
+        bindir: Path,
+        root: Path,
+        port: int,
+        user: pwd.struct_passwd | None,
+        *,
+        fast: bool = True,
+    ) -> None:
         self.bindir = bindir
         self.root = root
         self.port = port
+        self.fast = fast
+        """Whether it skips the flushes to disk that make commits durable."""
         self._user = user
 
     @property
@@ -117,7 +127,7 @@ class PostgresServer:
             f"port={self.port}",
             f"unix_socket_directories={self.root}",
             "max_connections=200",
-            *FAST_BUT_UNSAFE,
+            *(FAST_BUT_UNSAFE if self.fast else ()),
         ]
         options = " ".join(f"-c {setting}" for setting in settings)
         log = str(self.root / "server.log")
@@ -131,8 +141,11 @@ class PostgresServer:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_postgres() -> PostgresServer:
+def start_postgres(*, fast: bool = True) -> PostgresServer:
     """Initialise and start a server in a new temporary directory.
+
+    Args:
+        fast: skip the flushes to disk (tests); ``False`` keeps Postgres's defaults (benchmarks).
 
     Raises:
         PostgresNotFoundError: the binaries are not installed.
@@ -142,7 +155,7 @@ def start_postgres() -> PostgresServer:
     root = Path(tempfile.mkdtemp(prefix="pi-core-postgres-"))
     if user is not None:
         os.chown(root, user.pw_uid, user.pw_gid)
-    server = PostgresServer(bindir, root, free_port(), user)
+    server = PostgresServer(bindir, root, free_port(), user, fast=fast)
     try:
         server.start()
     except BaseException:
@@ -152,9 +165,9 @@ def start_postgres() -> PostgresServer:
 
 
 @contextlib.contextmanager
-def running_postgres() -> Iterator[PostgresServer]:
-    """A server for the length of the block."""
-    server = start_postgres()
+def running_postgres(*, fast: bool = True) -> Iterator[PostgresServer]:
+    """A server for the length of the block (``fast`` as for :func:`start_postgres`)."""
+    server = start_postgres(fast=fast)
     try:
         yield server
     finally:
