@@ -18,6 +18,18 @@ from _cli_process import TIMEOUT, LiveCli, run_cli
 
 from durable._counting_agents import STALL_ENV
 
+__all__ = [
+    "HERE",
+    "READY",
+    "run_cli",
+    "running_worker",
+    "runs",
+    "start_counting_run",
+    "stop",
+    "wait_until",
+    "worker_env",
+]
+
 HERE = Path(__file__).resolve().parent
 READY = "serving _counting_agents:agents"
 
