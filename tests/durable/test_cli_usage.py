@@ -30,7 +30,10 @@ from durable._workers import run_cli, worker_env
             ["worker", "_counting_agents:agents", "--executor-id", "w"],
             "no database: pass --db URL or set PI_CORE_DB",
         ),
-        (["worker", "_counting_agents:agents", "--db", "sqlite:///x"], "the following arguments are required: --executor-id"),
+        (
+            ["worker", "_counting_agents:agents", "--db", "sqlite:///x"],
+            "the following arguments are required: --executor-id",
+        ),
         (["runs", "status", "some-run"], "no database"),
         (
             ["runs", "start", "counting", "go", "--db", "sqlite:///x", "--params", "[1]"],
