@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 import anyio
-from dbos import DBOS, DBOSClient, EnqueueOptions, Queue
+from dbos import DBOS, DBOSClient, EnqueueOptions
 from pi_core.durable import DurableRuns, open_worker
 
 from .agents import AGENT, agents, in_process_run
@@ -28,7 +28,8 @@ BARE_WORKFLOW = "bench-bare-steps"
 PROMPT = "go"
 READY = "serving bench.durable.agents:agents"
 
-_bare_queue = Queue(BARE_QUEUE, worker_concurrency=25)
+QUEUE_POLLING_SECONDS = 0.1
+"""As often as a pi_core worker polls its queue, so that both wait alike."""
 
 
 @DBOS.step()
@@ -61,6 +62,9 @@ class Clock:
 async def cpu_per_operation(database_url: str, runs: int) -> dict[str, Any]:
     """Durable runs against bare DBOS workflows of as many operations, one after another."""
     async with open_worker(agents, database_url, executor_id="bench-cpu"):
+        await DBOS.register_queue_async(
+            BARE_QUEUE, worker_concurrency=25, polling_interval_sec=QUEUE_POLLING_SECONDS
+        )
         client = DurableRuns(database_url)
         bare_client = DBOSClient(system_database_url=database_url)
         try:

@@ -21,7 +21,7 @@ from ._interrupt import EXIT_ABORTED, EXIT_ERROR, EXIT_OK
 from ._render import JsonRenderer, LiveRenderer, Style, use_color
 from ._run import exit_code
 from ._setup import UsageError
-from ._worker import add_db_option, import_durable, require_db
+from ._worker import add_db_option, import_durable, report_error, require_db
 
 __all__ = ["add_runs_parser", "runs_command"]
 
@@ -74,20 +74,29 @@ def _add_json(verb: argparse.ArgumentParser) -> None:
 
 async def runs_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run one ``pi-core runs`` verb; returns the exit status."""
+    database_url = require_db(args)
+    _check(args)
     durable = import_durable()
-    runs = durable.DurableRuns(require_db(args))
-    return await _VERBS[args.verb](runs, args, out if out is not None else sys.stdout)
+    try:
+        async with durable.DurableRuns(database_url) as runs:
+            return await _VERBS[args.verb](runs, args, out if out is not None else sys.stdout)
+    except durable.DurableError as exc:
+        return report_error(exc)
+
+
+def _check(args: argparse.Namespace) -> None:
+    """The usage errors that need no database, found before connecting to one."""
+    if args.verb == "start":
+        if not args.prompt.strip():
+            raise UsageError("the prompt is empty")
+        args.params = _params(args.params)
 
 
 # --- the verbs ------------------------------------------------------------------------------------
 
 
 async def _start(runs: Any, args: argparse.Namespace, out: TextIO) -> int:
-    if not args.prompt.strip():
-        raise UsageError("the prompt is empty")
-    run_id = await runs.start(
-        args.agent, args.prompt, params=_params(args.params), run_id=args.run_id
-    )
+    run_id = await runs.start(args.agent, args.prompt, params=args.params, run_id=args.run_id)
     if not args.follow:
         print(json.dumps({"run_id": run_id}) if args.json else run_id, file=out)
         return EXIT_OK

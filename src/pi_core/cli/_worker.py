@@ -15,15 +15,23 @@ import sys
 from types import ModuleType
 from typing import Any
 
-from ._interrupt import EXIT_OK, wait_for_stop_signal
+from ._interrupt import EXIT_ERROR, EXIT_OK, wait_for_stop_signal
 from ._setup import UsageError
 
-__all__ = ["DB_ENV", "add_db_option", "add_worker_parser", "import_durable", "worker_command"]
+__all__ = [
+    "DB_ENV",
+    "add_db_option",
+    "add_worker_parser",
+    "import_durable",
+    "report_error",
+    "require_db",
+    "worker_command",
+]
 
 DB_ENV = "PI_CORE_DB"
 """The environment variable ``--db`` defaults to."""
 
-_READY = "pi-core worker {executor_id}: serving {target} (Ctrl-C or SIGTERM stops)"
+_READY = "pi-core worker {executor_id}: serving {target} ({names}); Ctrl-C or SIGTERM stops"
 
 
 def add_db_option(parser: argparse.ArgumentParser) -> None:
@@ -78,15 +86,25 @@ def require_db(args: argparse.Namespace) -> str:
     return str(args.db)
 
 
+def split_target(target: str) -> tuple[str, str]:
+    """``MODULE:ATTR`` as its two parts.
+
+    Raises:
+        UsageError: either part is missing.
+    """
+    module_name, _, attribute = target.partition(":")
+    if not module_name or not attribute:
+        raise UsageError(f"expected MODULE:ATTR, e.g. myapp.agents:agents, not {target!r}")
+    return module_name, attribute
+
+
 def load_agents(target: str, kind: type) -> Any:
     """Import ``MODULE:ATTR`` (the working directory first on the path) and check its type.
 
     Raises:
         UsageError: the target is malformed, cannot be imported, or is not a ``kind``.
     """
-    module_name, _, attribute = target.partition(":")
-    if not module_name or not attribute:
-        raise UsageError(f"expected MODULE:ATTR, e.g. myapp.agents:agents, not {target!r}")
+    module_name, attribute = split_target(target)
     if os.getcwd() not in sys.path:  # what `python -m` does; the console script does not
         sys.path.insert(0, os.getcwd())
     try:
@@ -102,19 +120,31 @@ def load_agents(target: str, kind: type) -> Any:
 
 async def worker_command(args: argparse.Namespace) -> int:
     """Serve until SIGINT or SIGTERM; returns the exit status."""
-    durable = import_durable()
+    split_target(args.target)
     database_url = require_db(args)
     if args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
+    durable = import_durable()
     agents = load_agents(args.target, durable.DurableAgents)
-    async with durable.open_worker(
-        agents,
-        database_url,
-        executor_id=args.executor_id,
-        concurrency=args.concurrency,
-        app_version=args.app_version,
-    ):
-        print(_READY.format(executor_id=args.executor_id, target=args.target), file=sys.stderr)
-        await wait_for_stop_signal()
+    try:
+        async with durable.open_worker(
+            agents,
+            database_url,
+            executor_id=args.executor_id,
+            concurrency=args.concurrency,
+            app_version=args.app_version,
+        ):
+            names = ", ".join(agents.names) or "no agents"
+            ready = _READY.format(executor_id=args.executor_id, target=args.target, names=names)
+            print(ready, file=sys.stderr, flush=True)
+            await wait_for_stop_signal()
+    except (durable.DurableError, ValueError) as exc:
+        return report_error(exc)
     print(f"pi-core worker {args.executor_id}: stopped", file=sys.stderr)
     return EXIT_OK
+
+
+def report_error(exc: BaseException) -> int:
+    """Say what went wrong, in one line on stderr; returns the exit status of a failure."""
+    print(f"pi-core: error: {exc}", file=sys.stderr)
+    return EXIT_ERROR
