@@ -91,8 +91,8 @@ def _databases(database: str) -> Iterator[Any]:
         with tempfile.TemporaryDirectory(prefix="pi-core-bench-") as directory:
             yield lambda: f"sqlite:///{directory}/runs-{next(_names)}.sqlite"
         return
-    sys.path.insert(0, str(REPO / "tests" / "durable"))
-    from _postgres import running_postgres
+    sys.path.insert(0, str(REPO / "tests"))
+    from durable._postgres import running_postgres
 
     with running_postgres(fast=False) as server:
         yield lambda: server.create_database(f"bench_{next(_names)}")

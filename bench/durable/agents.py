@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pi_core.durable import AgentSpec, DurableAgents
-
 from pi_core import AgentContext, AgentLoopConfig, AgentMessage, UserMessage, run_agent_loop
+from pi_core.durable import AgentSpec, DurableAgents
 
 from ..scenarios import MODEL, NOOP_TOOL, Scripted, convert_to_llm, text_reply, tool_reply
 

@@ -18,7 +18,8 @@ import time
 from typing import Any
 
 import anyio
-from dbos import DBOS, DBOSClient, EnqueueOptions
+from dbos import DBOS, DBOSClient, EnqueueOptions, WorkflowHandleAsync
+
 from pi_core.durable import DurableRuns, open_worker
 
 from .agents import AGENT, agents, in_process_run
@@ -103,7 +104,7 @@ async def _durable_run(client: DurableRuns) -> str:
 
 async def _bare_run(client: DBOSClient, operations: int) -> None:
     options: EnqueueOptions = {"queue_name": BARE_QUEUE, "workflow_name": BARE_WORKFLOW}
-    handle = await client.enqueue_async(options, operations)
+    handle: WorkflowHandleAsync[int] = await client.enqueue_async(options, operations)
     await handle.get_result()
 
 

@@ -9,7 +9,7 @@ call, so the test can tell what ran twice after a worker was killed.
 ``slow`` writes its line and then, in a process started with ``STALL_SLOW=1`` and on its first
 call of the run, waits forever: the test's cue to kill that worker mid-call.
 
-Serve it with ``pi-core worker _counting_agents:agents`` (this directory on PYTHONPATH).
+Serve it with ``pi-core worker durable._counting_agents:agents`` (tests/ on PYTHONPATH).
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from pi_core.durable import AgentSpec, DurableAgents
 
+from durable.durable_agents import lines, note
 from pi_core import (
     AgentTool,
     AssistantMessage,
@@ -33,6 +33,7 @@ from pi_core import (
     ToolResultMessage,
     tool,
 )
+from pi_core.durable import AgentSpec, DurableAgents
 from pi_core.testing import ScriptedStream, scripted_reply
 
 STALL_ENV = "STALL_SLOW"
@@ -43,16 +44,14 @@ agents = DurableAgents()
 
 
 def count(directory: Path, name: str) -> int:
-    """Append a line to ``directory/name``; return how many lines it has now."""
-    path = directory / name
-    with path.open("a") as file:
-        file.write("x\n")
-    return len(path.read_text().splitlines())
+    """Note one call in ``directory/name``; return how many it has now."""
+    note(str(directory), name, "x")
+    return len(lines(directory, name))
 
 
 def counts(directory: Path) -> dict[str, int]:
     """Every count file of ``directory`` and its number of lines."""
-    return {path.name: len(path.read_text().splitlines()) for path in directory.iterdir()}
+    return {path.name: len(lines(directory, path.name)) for path in directory.iterdir()}
 
 
 def plan(messages: list[Any]) -> AssistantMessage:

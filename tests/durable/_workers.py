@@ -21,6 +21,7 @@ from durable._counting_agents import STALL_ENV
 __all__ = [
     "HERE",
     "READY",
+    "TARGET",
     "run_cli",
     "running_worker",
     "runs",
@@ -31,12 +32,13 @@ __all__ = [
 ]
 
 HERE = Path(__file__).resolve().parent
-READY = "serving _counting_agents:agents"
+TARGET = "durable._counting_agents:agents"
+READY = f"serving {TARGET}"
 
 
 def worker_env(*, stall: bool = False) -> dict[str, str]:
-    """A worker's environment: this directory importable; ``slow`` stalls if ``stall``."""
-    paths = [str(HERE), os.environ.get("PYTHONPATH", "")]
+    """A worker's environment: tests/ importable; ``slow`` stalls if ``stall``."""
+    paths = [str(HERE.parent), os.environ.get("PYTHONPATH", "")]
     return {"PYTHONPATH": os.pathsep.join(p for p in paths if p), STALL_ENV: "1" if stall else "0"}
 
 
@@ -45,7 +47,7 @@ def running_worker(
     database_url: str, executor_id: str, *, stall: bool = False, concurrency: int = 25
 ) -> Iterator[LiveCli]:
     """``pi-core worker`` serving the counting agents, ready; killed at the end if still alive."""
-    args = ["worker", "_counting_agents:agents", "--db", database_url]
+    args = ["worker", TARGET, "--db", database_url]
     args += ["--executor-id", executor_id, "--concurrency", str(concurrency)]
     with LiveCli(*args, env=worker_env(stall=stall), merge_stderr=True) as worker:
         worker.wait_for(READY)

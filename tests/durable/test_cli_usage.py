@@ -19,11 +19,11 @@ from durable._workers import run_cli, worker_env
             "json:dumps is a function, not a DurableAgents",
         ),
         (
-            ["worker", "_counting_agents:agents", "--executor-id", "w"],
+            ["worker", "durable._counting_agents:agents", "--executor-id", "w"],
             "no database: pass --db URL or set PI_CORE_DB",
         ),
         (
-            ["worker", "_counting_agents:agents", "--db", "sqlite:///x"],
+            ["worker", "durable._counting_agents:agents", "--db", "sqlite:///x"],
             "the following arguments are required: --executor-id",
         ),
         (["runs", "status", "some-run"], "no database"),
