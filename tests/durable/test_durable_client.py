@@ -6,13 +6,15 @@ separate asyncio process, since DBOS workflows run on asyncio only.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
+from anyio.streams.text import TextReceiveStream
 
-from durable.durable_agents import lifecycle, run_in_process, without_timestamps
+from durable.durable_agents import lifecycle, lines, run_in_process, without_timestamps
 from durable.workers import WorkerProcess
 from pi_core import AssistantMessage, TextContent, ToolResultMessage, UserMessage
 from pi_core.durable import (
@@ -24,6 +26,8 @@ from pi_core.durable import (
 )
 
 pytestmark = pytest.mark.anyio
+
+READER = Path(__file__).resolve().parent / "read_events.py"
 
 
 @pytest.fixture(scope="module")
@@ -159,3 +163,99 @@ async def test_a_database_that_cannot_be_reached_is_named(tmp_path: Path) -> Non
         with pytest.raises(DurableError, match=r"127\.0\.0\.1:1") as raised:
             await runs.status("any")
     assert "secret" not in str(raised.value)
+
+
+async def wait_for_line(directory: Path, name: str, line: str) -> None:
+    while line not in lines(directory, name):  # noqa: ASYNC110  # written by another process
+        await anyio.sleep(0.05)
+
+
+async def test_steering_and_a_follow_up_sent_mid_run_are_injected_at_the_poll_points(
+    database_url: str, tmp_path: Path
+) -> None:
+    async with DurableRuns(database_url) as runs:
+        with anyio.fail_after(30):
+            run_id = await runs.start("worker-test", "hello", params={"dir": str(tmp_path)})
+            await wait_for_line(tmp_path, "tool_runs", "call-slow")
+            await runs.steer(run_id, "change course")
+            await runs.follow_up(run_id, UserMessage([TextContent("one more thing")]))
+            (tmp_path / "release").touch()
+            new = await runs.result(run_id)
+    roles = [message.role for message in new]
+    assert roles == ["user", "assistant"] + ["toolResult"] * 3 + ["user", "assistant"] * 2
+    assert new[5].content == [TextContent("change course")]  # type: ignore[union-attr]
+    assert new[7].content == [TextContent("one more thing")]  # type: ignore[union-attr]
+    assert new[-1].content == [TextContent("done after 3 results and 3 user messages")]  # type: ignore[union-attr]
+
+
+async def test_a_soft_abort_closes_out_as_an_in_process_abort_does(
+    database_url: str, tmp_path: Path
+) -> None:
+    async with DurableRuns(database_url) as runs:
+        with anyio.fail_after(30):
+            run_id = await runs.start("worker-test", "hello", params={"dir": str(tmp_path)})
+            await wait_for_line(tmp_path, "tool_runs", "call-slow")
+            await runs.abort(run_id)
+            new = await runs.result(run_id)
+            events = [event async for _, event in runs.events(run_id)]
+            status = await runs.status(run_id)
+            await runs.abort(run_id)  # a finished run: nothing happens
+            assert (await runs.status(run_id)).state == "success"
+    assert status.state == "success"
+    results = [message for message in new if isinstance(message, ToolResultMessage)]
+    assert [(r.tool_call_id, r.is_error, r.content) for r in results] == [
+        ("call-a", False, [TextContent("call-a ok")]),
+        ("call-slow", True, [TextContent("Operation aborted")]),
+        ("call-b", False, [TextContent("call-b ok")]),
+    ]
+    assert [message.role for message in new] == ["user", "assistant"] + ["toolResult"] * 3
+    assert lifecycle(events)[-2:] == ["turn_end", "agent_end"]
+    assert lines(tmp_path, "model_calls") == ["1"]  # no model call after the abort
+
+
+async def test_a_cancelled_run_stops_and_resume_finishes_it(
+    database_url: str, tmp_path: Path
+) -> None:
+    async with DurableRuns(database_url) as runs:
+        with anyio.fail_after(30):
+            run_id = await runs.start("worker-test", "hello", params={"dir": str(tmp_path)})
+            await wait_for_line(tmp_path, "tool_runs", "call-slow")
+            await runs.cancel(run_id)
+            assert (await runs.status(run_id)).state == "cancelled"
+            with pytest.raises(RunFailedError, match="cancelled"):
+                await runs.result(run_id)
+            (tmp_path / "release").touch()
+            await runs.resume(run_id)
+            new = await runs.result(run_id)
+            assert (await runs.status(run_id)).state == "success"
+    assert [message.role for message in new][-2:] == ["toolResult", "assistant"]
+    assert lines(tmp_path, "model_calls") == ["1", "5"]
+    assert lines(tmp_path, "tool_runs").count("call-a") == 1
+
+
+async def test_another_process_reads_the_events_live_and_they_are_the_recorded_ones(
+    database_url: str, tmp_path: Path
+) -> None:
+    async with DurableRuns(database_url) as runs:
+        with anyio.fail_after(30):
+            run_id = await runs.start("worker-test", "hello", params={"dir": str(tmp_path)})
+            async with await anyio.open_process(
+                [sys.executable, str(READER), database_url, run_id]
+            ) as reader:
+                assert reader.stdout is not None
+                seen: list[str] = []
+                text = TextReceiveStream(reader.stdout)
+                pending = ""
+                async for chunk in text:
+                    *complete, pending = (pending + chunk).split("\n")
+                    seen.extend(complete)
+                    if any(line.endswith("tool_execution_update") for line in seen):
+                        break  # the reader saw the slow call running: the run is still going
+                (tmp_path / "release").touch()
+                async for chunk in text:
+                    *complete, pending = (pending + chunk).split("\n")
+                    seen.extend(complete)
+                await reader.wait()
+            recorded = [f"{offset} {event.type}" async for offset, event in runs.events(run_id)]
+    assert seen == recorded
+    assert seen[-1].endswith("agent_end")

@@ -45,6 +45,7 @@ class WorkerProcess:
         assert self.process is not None
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(10)
+        self._close_pipe()
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -53,5 +54,8 @@ class WorkerProcess:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
                 self.kill()
+        self._close_pipe()
+
+    def _close_pipe(self) -> None:
         if self.process is not None and self.process.stdout is not None:
             self.process.stdout.close()
