@@ -103,3 +103,16 @@ async def test_starlette_sse_streams_a_whole_run() -> None:
     ends = [e for e in events if isinstance(e, ToolExecutionEnd)]
     assert [e.result.content for e in ends] == [[TextContent("4")]]
     assert events[-1].type == "agent_end"
+
+
+def test_durable_worker() -> None:
+    out = run_example("durable_worker.py")
+    types = [
+        line.split("] ", 1)[1]
+        for line in out.splitlines()
+        if line.startswith("[") and line[1].isdigit()
+    ]
+    assert types[0] == "agent_start" and types[-1] == "agent_end"
+    assert "tool_execution_end" in types
+    assert "[result] 6 times 7 is 42.0." in out
+    assert out.rstrip().endswith("[status] success")

@@ -15,7 +15,7 @@ import pytest
 from anyio.streams.text import TextReceiveStream
 
 from durable.durable_agents import lifecycle, lines, run_in_process, without_timestamps
-from durable.workers import WorkerProcess
+from durable.workers import WorkerProcess, wait_for_line, wait_until_steps_recorded
 from pi_core import AssistantMessage, TextContent, ToolResultMessage, UserMessage
 from pi_core.durable import (
     DurableError,
@@ -165,11 +165,6 @@ async def test_a_database_that_cannot_be_reached_is_named(tmp_path: Path) -> Non
     assert "secret" not in str(raised.value)
 
 
-async def wait_for_line(directory: Path, name: str, line: str) -> None:
-    while line not in lines(directory, name):  # noqa: ASYNC110  # written by another process
-        await anyio.sleep(0.05)
-
-
 async def test_steering_and_a_follow_up_sent_mid_run_are_injected_at_the_poll_points(
     database_url: str, tmp_path: Path
 ) -> None:
@@ -195,6 +190,7 @@ async def test_a_soft_abort_closes_out_as_an_in_process_abort_does(
         with anyio.fail_after(30):
             run_id = await runs.start("worker-test", "hello", params={"dir": str(tmp_path)})
             await wait_for_line(tmp_path, "tool_runs", "call-slow")
+            await wait_until_steps_recorded(database_url, run_id, ["tool fast", "tool fast"])
             await runs.abort(run_id)
             new = await runs.result(run_id)
             events = [event async for _, event in runs.events(run_id)]
@@ -220,6 +216,7 @@ async def test_a_cancelled_run_stops_and_resume_finishes_it(
         with anyio.fail_after(30):
             run_id = await runs.start("worker-test", "hello", params={"dir": str(tmp_path)})
             await wait_for_line(tmp_path, "tool_runs", "call-slow")
+            await wait_until_steps_recorded(database_url, run_id, ["tool fast", "tool fast"])
             await runs.cancel(run_id)
             assert (await runs.status(run_id)).state == "cancelled"
             with pytest.raises(RunFailedError, match="cancelled"):

@@ -10,40 +10,16 @@ processes. The client side runs on both backends; the workers are asyncio proces
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import anyio
-import anyio.to_thread
 import pytest
-from dbos import DBOSClient
 
 from durable.durable_agents import lifecycle, lines, run_in_process, without_timestamps
-from durable.workers import WorkerProcess
+from durable.workers import WorkerProcess, wait_for_line, wait_until_steps_recorded
 from pi_core.durable import DurableRuns
 
 pytestmark = pytest.mark.anyio
-
-
-async def wait_until_steps_recorded(url: str, run_id: str, names: list[str]) -> None:
-    """Wait until steps of these names have recorded outputs (polled: another process writes)."""
-    client = await anyio.to_thread.run_sync(functools.partial(DBOSClient, system_database_url=url))
-    try:
-        while True:
-            steps = await anyio.to_thread.run_sync(client.list_workflow_steps, run_id)
-            done = sorted(
-                step["function_name"] for step in steps if step["completed_at_epoch_ms"] is not None
-            )
-            if all(done.count(name) >= names.count(name) for name in names):
-                return
-            await anyio.sleep(0.05)
-    finally:
-        await anyio.to_thread.run_sync(client.destroy)
-
-
-async def wait_for_line(directory: Path, name: str, line: str) -> None:
-    while line not in lines(directory, name):  # noqa: ASYNC110  # written by another process
-        await anyio.sleep(0.05)
 
 
 async def test_a_killed_worker_restarted_with_its_executor_id_finishes_the_run(

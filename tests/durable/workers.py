@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
+
+import anyio
+import anyio.to_thread
+from dbos import DBOSClient
+
+from durable.durable_agents import lines
 
 AGENTS_SCRIPT = Path(__file__).resolve().parent / "durable_agents.py"
 _SRC = Path(__file__).resolve().parents[2] / "src"
@@ -59,3 +66,24 @@ class WorkerProcess:
     def _close_pipe(self) -> None:
         if self.process is not None and self.process.stdout is not None:
             self.process.stdout.close()
+
+
+async def wait_until_steps_recorded(url: str, run_id: str, names: list[str]) -> None:
+    """Wait until steps of these names have recorded outputs (polled: another process writes)."""
+    client = await anyio.to_thread.run_sync(functools.partial(DBOSClient, system_database_url=url))
+    try:
+        while True:
+            steps = await anyio.to_thread.run_sync(client.list_workflow_steps, run_id)
+            done = sorted(
+                step["function_name"] for step in steps if step["completed_at_epoch_ms"] is not None
+            )
+            if all(done.count(name) >= names.count(name) for name in names):
+                return
+            await anyio.sleep(0.05)
+    finally:
+        await anyio.to_thread.run_sync(client.destroy)
+
+
+async def wait_for_line(directory: Path, name: str, line: str) -> None:
+    while line not in lines(directory, name):  # noqa: ASYNC110  # written by another process
+        await anyio.sleep(0.05)

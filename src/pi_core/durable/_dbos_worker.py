@@ -64,6 +64,7 @@ async def open_worker(
         "system_database_url": database_url,
         "executor_id": executor_id,
         "notification_listener_polling_interval_sec": 0.1,
+        "log_level": "WARNING",  # DBOS's own log: its start-up banner is noise in a worker
     }
     if app_version is not None:
         config["application_version"] = app_version
