@@ -6,7 +6,7 @@ import pytest
 
 from pi_core.cli._setup import AgentSettings, connect
 from pi_core.models import get_model
-from pi_core.providers import anthropic, openai
+from pi_core.providers import anthropic, openai, openai_responses
 
 
 def test_a_catalogue_model_comes_with_its_api_prices_and_key(
@@ -52,3 +52,10 @@ def test_a_provider_and_an_id_use_the_catalogue_when_it_knows_the_model(
     unknown = connect(AgentSettings(provider="anthropic", model="my-fine-tune"))
     assert (unknown.model.api, unknown.model.provider) == ("anthropic-messages", "anthropic")
     assert unknown.model.cost.input == 0
+
+
+def test_openai_models_of_the_catalogue_speak_responses(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    connection = connect(AgentSettings(provider="catalogue", model="openai/gpt-5"))
+    assert connection.model.api == "openai-responses"
+    assert connection.stream_fn is openai_responses.stream_openai_responses

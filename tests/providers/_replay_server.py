@@ -25,7 +25,14 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
-__all__ = ["RecordedRequest", "ReplayServer", "Reply", "open_replay_server", "sse_event"]
+__all__ = [
+    "RecordedRequest",
+    "ReplayServer",
+    "Reply",
+    "open_replay_server",
+    "split_awkwardly",
+    "sse_event",
+]
 
 
 def sse_event(data: object, event: str | None = None) -> bytes:
@@ -147,3 +154,21 @@ async def _serve(
         from hypercorn.asyncio import serve as serve_asyncio
 
         await serve_asyncio(app, config, shutdown_trigger=stop)  # type: ignore[arg-type]
+
+
+def split_awkwardly(lines: list[bytes], sizes: tuple[int, ...]) -> list[bytes]:
+    """The body of ``lines`` cut into chunks of the given sizes, in turn.
+
+    Cuts fall wherever the sizes put them: inside a multi-byte UTF-8 character, between ``data``
+    and its colon, between the two newlines that end an event, so a client that decodes per
+    chunk, or expects whole lines or events per chunk, is caught out.
+    """
+    body = b"".join(lines)
+    chunks: list[bytes] = []
+    position = turn = 0
+    while position < len(body):
+        size = sizes[turn % len(sizes)]
+        chunks.append(body[position : position + size])
+        position += size
+        turn += 1
+    return chunks

@@ -37,6 +37,7 @@ DEFAULT_APIS = {"openai": "openai-completions", "anthropic": "anthropic-messages
 STREAM_FUNCTIONS = {
     "openai-completions": ("pi_core.providers.openai", "stream_openai"),
     "anthropic-messages": ("pi_core.providers.anthropic", "stream_anthropic"),
+    "openai-responses": ("pi_core.providers.openai_responses", "stream_openai_responses"),
 }
 """Where the stream function of each api that the CLI can use lives (imported when used)."""
 DEFAULT_PROXY_TOKEN_ENV = "PI_CORE_PROXY_TOKEN"

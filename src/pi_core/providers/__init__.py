@@ -8,6 +8,7 @@ in the dependencies of another:
 * :mod:`pi_core.providers.openai` — api ``"openai-completions"`` (OpenAI-compatible Chat
   Completions).
 * :mod:`pi_core.providers.anthropic` — api ``"anthropic-messages"`` (Anthropic Messages API).
+* :mod:`pi_core.providers.openai_responses` — api ``"openai-responses"`` (OpenAI Responses API).
 
 A provider is reached through :func:`pi_core.stream_simple` once it is registered under its
 ``api`` with :func:`pi_core.register_provider`, or used directly as an agent's ``stream_fn``.

@@ -182,6 +182,10 @@ class PartialMessage:
         block.arguments = parse_partial_json(text, block.arguments)
         return ToolCallDelta(index, fragment, self.message)
 
+    def tool_json(self, index: int) -> str:
+        """The raw JSON text of the arguments of the tool call at ``index``, as received."""
+        return self._json.get(index, "")
+
     def is_open(self, index: int) -> bool:
         """True while the block at ``index`` has started and not ended."""
         return index in self._open

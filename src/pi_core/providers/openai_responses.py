@@ -1,0 +1,408 @@
+"""The OpenAI Responses API (api ``"openai-responses"``), streamed over SSE.
+
+The API OpenAI's reasoning models are built for: their reasoning is kept between turns, which
+Chat Completions cannot do. Usage::
+
+    from pi_core.models import get_model
+    from pi_core.providers import openai_responses
+
+    openai_responses.register()            # stream_simple now serves api "openai-responses"
+    model = get_model("openai", "gpt-5")
+
+    # or directly, optionally with your own httpx client:
+    async for event in openai_responses.stream_openai_responses(model, context, options): ...
+
+Importing this module registers nothing; :func:`register` does. The request goes to
+``{base_url}/responses`` (``base_url`` defaults to ``https://api.openai.com/v1``) with the key of
+``options.api_key``, else ``OPENAI_API_KEY``.
+
+Mapping:
+
+* Output items become blocks: ``reasoning`` → thinking (its summary text), ``message`` → text
+  (refusals included), ``function_call`` → a tool call with id ``<call_id>|<item id>``. The
+  signatures keep what must go back (see :mod:`pi_core.providers._responses_convert`): requests
+  set ``store: false`` and ask for ``reasoning.encrypted_content``, so reasoning round-trips
+  without anything stored at OpenAI.
+* ``response.completed`` → stop (toolUse when the reply calls tools); ``response.incomplete`` →
+  length for ``max_output_tokens``, an error naming the reason otherwise; ``response.failed`` and
+  ``error`` events → an error with the API's code and message. Usage is kept in every case. A
+  stream that ends without one of the three ``response.*`` endings is an error.
+* Usage: ``input_tokens`` less the cached ones is input, the cached ones are cache reads,
+  ``output_tokens`` (reasoning included) is output.
+* ``options.reasoning`` on a reasoning model becomes ``reasoning.effort`` (``xhigh`` is sent as
+  ``high``, which every reasoning model accepts) with an ``auto`` summary;
+  ``options.max_tokens`` is ``max_output_tokens``; ``options.session_id`` is the
+  ``prompt_cache_key`` unless ``cache_retention`` is ``"none"``, and ``"long"`` retention asks
+  api.openai.com for 24 hours.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+from httpx_sse import ServerSentEvent
+
+from .._events import AssistantMessageEvent, TextStart, ThinkingStart, ToolCallStart
+from .._messages import Context, Model, TextContent, ThinkingContent, ToolCall, Usage
+from .._options import StreamOptions
+from .._registry import register_provider, unregister_provider
+from ._common import (
+    RequestSpec,
+    StreamFailure,
+    make_usage,
+    merge_headers,
+    parse_event_json,
+    require_api_key,
+    stream_sse,
+)
+from ._partial import PartialMessage
+from ._responses_convert import convert_input, convert_tools, encode_text_signature
+
+__all__ = [
+    "API",
+    "DEFAULT_BASE_URL",
+    "ENV_API_KEY",
+    "register",
+    "stream_openai_responses",
+    "unregister",
+]
+
+API = "openai-responses"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+ENV_API_KEY = "OPENAI_API_KEY"
+
+_ENDINGS = ("response.completed", "response.incomplete", "response.failed")
+
+
+def stream_openai_responses(
+    model: Model,
+    context: Context,
+    options: StreamOptions | None = None,
+    *,
+    client: httpx.AsyncClient | None = None,
+) -> AsyncIterator[AssistantMessageEvent]:
+    """Stream one Responses API reply as stream protocol events.
+
+    Args:
+        model: the model; ``base_url``, ``headers``, ``reasoning``, ``input`` and ``cost`` are used.
+        context: system prompt, messages and tools.
+        options: key, reasoning level, temperature, max tokens, headers, session id and cache
+            retention, timeout and abort signal.
+        client: an ``httpx.AsyncClient`` to send with (its own timeouts apply); by default a
+            client is created for this one request and closed after it.
+
+    Returns:
+        An async iterator of events ending with exactly one ``StreamDone`` or ``StreamError``.
+        Failures and aborts are ``StreamError`` events; nothing is raised except cancellation
+        from outside.
+    """
+    opts = options if options is not None else StreamOptions()
+    partial = PartialMessage(model)
+    return stream_sse(
+        partial,
+        functools.partial(_build_request, model, context, opts),
+        _ResponsesMapper(partial, model),
+        opts,
+        client,
+    )
+
+
+def register(*, client: httpx.AsyncClient | None = None) -> None:
+    """Serve api ``"openai-responses"`` in :func:`pi_core.stream_simple` (replacing any).
+
+    With ``client``, every request of the registry goes through that client.
+    """
+    stream_fn = (
+        stream_openai_responses
+        if client is None
+        else functools.partial(stream_openai_responses, client=client)
+    )
+    register_provider(API, stream_fn)
+
+
+def unregister() -> None:
+    """Remove the provider of api ``"openai-responses"`` from the registry."""
+    unregister_provider(API)
+
+
+# --- the request --------------------------------------------------------------------------------
+
+
+def _build_request(model: Model, context: Context, options: StreamOptions) -> RequestSpec:
+    """The Responses request for ``context``; :class:`StreamFailure` without an API key."""
+    api_key = require_api_key(model, options, ENV_API_KEY)
+    headers = merge_headers(
+        {
+            "Authorization": f"Bearer {api_key}",
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream",
+        },
+        model.headers,
+        options.headers,
+    )
+    base_url = (model.base_url or DEFAULT_BASE_URL).rstrip("/")
+    return RequestSpec(f"{base_url}/responses", headers, _body(model, context, options))
+
+
+def _body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": model.id,
+        "input": convert_input(model, context),
+        "stream": True,
+        "store": False,
+    }
+    if options.cache_retention != "none" and options.session_id:
+        body["prompt_cache_key"] = options.session_id
+    if options.cache_retention == "long" and "api.openai.com" in (
+        model.base_url or DEFAULT_BASE_URL
+    ):
+        body["prompt_cache_retention"] = "24h"
+    if options.max_tokens:
+        body["max_output_tokens"] = options.max_tokens
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    if context.tools:
+        body["tools"] = convert_tools(context.tools)
+    if model.reasoning:
+        # Without the encrypted content a reasoning item cannot be sent back (nothing is stored).
+        body["include"] = ["reasoning.encrypted_content"]
+        level = options.reasoning
+        if level is not None and level != "off":
+            body["reasoning"] = {"effort": "high" if level == "xhigh" else level, "summary": "auto"}
+    return body
+
+
+# --- the response -------------------------------------------------------------------------------
+
+
+class _ResponsesMapper:
+    """Responses stream events → stream events; one output item is one block."""
+
+    def __init__(self, partial: PartialMessage, model: Model) -> None:
+        self._partial = partial
+        self._model = model
+        self._items: dict[int, int] = {}
+        """The server's ``output_index`` → our content index (unknown item kinds are absent)."""
+        self._summary_parts: dict[int, int] = {}
+        self._done = False
+
+    @property
+    def done(self) -> bool:
+        """True after ``response.completed``, ``response.incomplete`` or ``response.failed``."""
+        return self._done
+
+    def feed(self, sse: ServerSentEvent) -> Iterator[AssistantMessageEvent]:
+        """The events of one server-sent event."""
+        if not sse.data.strip():
+            return
+        data = parse_event_json(sse)
+        kind = str(data.get("type") or sse.event or "")
+        if kind == "response.output_item.added":
+            yield from self._item_added(data)
+        elif kind == "response.output_item.done":
+            yield from self._item_done(data)
+        elif kind in ("response.output_text.delta", "response.refusal.delta"):
+            yield from self._text_delta(data)
+        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            yield from self._thinking_delta(data)
+        elif kind == "response.reasoning_summary_part.added":
+            yield from self._summary_part(data)
+        elif kind == "response.function_call_arguments.delta":
+            yield from self._arguments(data, str(data.get("delta", "")))
+        elif kind == "response.function_call_arguments.done":
+            yield from self._arguments_done(data)
+        elif kind == "response.created":
+            self._note_response(data.get("response") or {})
+        elif kind in _ENDINGS:
+            self._end(kind, data.get("response") or {})
+        elif kind == "error":
+            raise StreamFailure(_error_text(data))
+        # Other events (in_progress, content_part.*, *.done echoes, annotations) add nothing.
+
+    def finish(self) -> Iterator[AssistantMessageEvent]:
+        """Close open blocks; a stream without its ``response.*`` ending is incomplete."""
+        if not self._done:
+            raise StreamFailure("The stream ended before the response was complete")
+        yield from self._partial.end_all()
+
+    # --- items --------------------------------------------------------------------------------
+
+    def _item_added(self, data: dict[str, Any]) -> Iterator[AssistantMessageEvent]:
+        item = data.get("item") or {}
+        kind = item.get("type")
+        if kind not in ("reasoning", "message", "function_call"):
+            return  # built-in tool calls and the like have no pi_core counterpart
+        # Items stream one after another; should a server interleave them, the open block ends
+        # here so that the protocol's one-block-at-a-time order still holds.
+        yield from self._partial.end_all()
+        start: ThinkingStart | TextStart | ToolCallStart
+        if kind == "reasoning":
+            start = self._partial.begin_thinking()
+        elif kind == "message":
+            start = self._partial.begin_text()
+        else:
+            call_id = f"{item.get('call_id', '')}|{item.get('id', '')}"
+            start = self._partial.begin_tool_call(call_id, str(item.get("name", "")))
+        self._items[self._output_index(data)] = start.content_index
+        yield start
+        if kind == "function_call" and item.get("arguments"):
+            yield from self._arguments(data, str(item["arguments"]))
+
+    def _item_done(self, data: dict[str, Any]) -> Iterator[AssistantMessageEvent]:
+        item = data.get("item") or {}
+        kind = item.get("type")
+        if kind not in ("reasoning", "message", "function_call"):
+            return
+        index = self._items.get(self._output_index(data))
+        if index is None:  # a server that skipped output_item.added
+            yield from self._item_added(data)
+            index = self._items[self._output_index(data)]
+        if not self._partial.is_open(index):
+            return
+        block = self._partial.message.content[index]
+        if isinstance(block, ThinkingContent):
+            yield from self._catch_up(index, block.thinking, _reasoning_text(item))
+            block.thinking_signature = json.dumps(item, separators=(",", ":"), ensure_ascii=False)
+        elif isinstance(block, TextContent):
+            yield from self._catch_up(index, block.text, _message_text(item))
+            block.text_signature = encode_text_signature(str(item.get("id", "")), item.get("phase"))
+        elif isinstance(block, ToolCall):
+            yield from self._arguments_done({**data, "arguments": item.get("arguments")})
+        end = self._partial.end_block(index)
+        if end is not None:
+            yield end
+
+    def _catch_up(self, index: int, streamed: str, final: str) -> Iterator[AssistantMessageEvent]:
+        """The final text's tail that the deltas did not bring (all of it when none came)."""
+        if len(final) > len(streamed) and final.startswith(streamed):
+            rest = final[len(streamed) :]
+            block = self._partial.message.content[index]
+            if isinstance(block, ThinkingContent):
+                yield self._partial.add_thinking(index, rest)
+            else:
+                yield self._partial.add_text(index, rest)
+
+    # --- deltas -------------------------------------------------------------------------------
+
+    def _open_block(self, data: dict[str, Any], kind: type) -> int | None:
+        index = self._items.get(self._output_index(data))
+        if index is None or not self._partial.is_open(index):
+            return None
+        return index if isinstance(self._partial.message.content[index], kind) else None
+
+    def _text_delta(self, data: dict[str, Any]) -> Iterator[AssistantMessageEvent]:
+        index = self._open_block(data, TextContent)
+        delta = data.get("delta")
+        if index is not None and isinstance(delta, str) and delta:
+            yield self._partial.add_text(index, delta)
+
+    def _thinking_delta(self, data: dict[str, Any]) -> Iterator[AssistantMessageEvent]:
+        index = self._open_block(data, ThinkingContent)
+        delta = data.get("delta")
+        if index is not None and isinstance(delta, str) and delta:
+            yield self._partial.add_thinking(index, delta)
+
+    def _summary_part(self, data: dict[str, Any]) -> Iterator[AssistantMessageEvent]:
+        """Summary parts are paragraphs: a blank line goes between them."""
+        index = self._open_block(data, ThinkingContent)
+        if index is None:
+            return
+        parts = self._summary_parts.get(index, 0)
+        self._summary_parts[index] = parts + 1
+        if parts:
+            yield self._partial.add_thinking(index, "\n\n")
+
+    def _arguments(self, data: dict[str, Any], fragment: str) -> Iterator[AssistantMessageEvent]:
+        index = self._open_block(data, ToolCall)
+        if index is not None and fragment:
+            event = self._partial.add_tool_json(index, fragment)
+            if event is not None:
+                yield event
+
+    def _arguments_done(self, data: dict[str, Any]) -> Iterator[AssistantMessageEvent]:
+        """The complete arguments: whatever the deltas left out is added."""
+        index = self._open_block(data, ToolCall)
+        final = data.get("arguments")
+        if index is None or not isinstance(final, str):
+            return
+        streamed = self._partial.tool_json(index)
+        if len(final) > len(streamed) and final.startswith(streamed):
+            yield from self._arguments(data, final[len(streamed) :])
+
+    # --- the response -------------------------------------------------------------------------
+
+    def _note_response(self, response: dict[str, Any]) -> None:
+        message = self._partial.message
+        if response.get("id"):
+            message.response_id = str(response["id"])
+        served = response.get("model")
+        if served and served != self._model.id:
+            message.response_model = str(served)
+
+    def _end(self, kind: str, response: dict[str, Any]) -> None:
+        self._done = True
+        self._note_response(response)
+        usage = response.get("usage")
+        if isinstance(usage, dict):
+            self._partial.set_usage(_usage(self._model, usage))
+        message = self._partial.message
+        if kind == "response.failed":
+            raise StreamFailure(_failure_text(response))
+        if kind == "response.incomplete":
+            reason = (response.get("incomplete_details") or {}).get("reason") or "unknown"
+            if reason == "max_output_tokens":
+                message.stop_reason = "length"
+            else:
+                message.stop_reason = "error"
+                message.error_message = f"The provider stopped the response (incomplete: {reason})"
+            return
+        calls = any(isinstance(block, ToolCall) for block in message.content)
+        message.stop_reason = "toolUse" if calls else "stop"
+
+    @staticmethod
+    def _output_index(data: dict[str, Any]) -> int:
+        index = data.get("output_index", 0)
+        return index if isinstance(index, int) else 0
+
+
+def _reasoning_text(item: dict[str, Any]) -> str:
+    summary = [part.get("text", "") for part in item.get("summary") or ()]
+    content = [part.get("text", "") for part in item.get("content") or ()]
+    return "\n\n".join(summary) or "\n\n".join(content)
+
+
+def _message_text(item: dict[str, Any]) -> str:
+    parts = item.get("content") or ()
+    return "".join(str(part.get("text") or part.get("refusal") or "") for part in parts)
+
+
+def _usage(model: Model, usage: dict[str, Any]) -> Usage:
+    # input_tokens includes the cached ones; output_tokens includes the reasoning tokens.
+    cached = (usage.get("input_tokens_details") or {}).get("cached_tokens") or 0
+    return make_usage(
+        model,
+        input=max(0, (usage.get("input_tokens") or 0) - cached),
+        output=usage.get("output_tokens") or 0,
+        cache_read=cached,
+        cache_write=0,
+    )
+
+
+def _error_text(data: dict[str, Any]) -> str:
+    error = data.get("error") if isinstance(data.get("error"), dict) else data
+    assert isinstance(error, dict)
+    message = error.get("message") or "Unknown error"
+    code = error.get("code") or error.get("type")
+    return f"{code}: {message}" if code else str(message)
+
+
+def _failure_text(response: dict[str, Any]) -> str:
+    error = response.get("error")
+    if isinstance(error, dict):
+        return _error_text(error)
+    reason = (response.get("incomplete_details") or {}).get("reason")
+    return f"The response failed ({reason})" if reason else "The response failed"
