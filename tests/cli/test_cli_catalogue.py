@@ -6,7 +6,7 @@ import pytest
 
 from pi_core.cli._setup import AgentSettings, connect
 from pi_core.models import get_model
-from pi_core.providers import anthropic, openai, openai_responses
+from pi_core.providers import anthropic, google, openai, openai_responses
 
 
 def test_a_catalogue_model_comes_with_its_api_prices_and_key(
@@ -59,3 +59,10 @@ def test_openai_models_of_the_catalogue_speak_responses(monkeypatch: pytest.Monk
     connection = connect(AgentSettings(provider="catalogue", model="openai/gpt-5"))
     assert connection.model.api == "openai-responses"
     assert connection.stream_fn is openai_responses.stream_openai_responses
+
+
+def test_google_models_use_the_gemini_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GEMINI_API_KEY", "gm-test")
+    connection = connect(AgentSettings(provider="catalogue", model="google/gemini-2.5-flash"))
+    assert connection.stream_fn is google.stream_google
+    assert connection.options.api_key == "gm-test"

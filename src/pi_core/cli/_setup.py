@@ -38,6 +38,7 @@ STREAM_FUNCTIONS = {
     "openai-completions": ("pi_core.providers.openai", "stream_openai"),
     "anthropic-messages": ("pi_core.providers.anthropic", "stream_anthropic"),
     "openai-responses": ("pi_core.providers.openai_responses", "stream_openai_responses"),
+    "google-generative-ai": ("pi_core.providers.google", "stream_google"),
 }
 """Where the stream function of each api that the CLI can use lives (imported when used)."""
 DEFAULT_PROXY_TOKEN_ENV = "PI_CORE_PROXY_TOKEN"

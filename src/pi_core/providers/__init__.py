@@ -9,6 +9,7 @@ in the dependencies of another:
   Completions).
 * :mod:`pi_core.providers.anthropic` — api ``"anthropic-messages"`` (Anthropic Messages API).
 * :mod:`pi_core.providers.openai_responses` — api ``"openai-responses"`` (OpenAI Responses API).
+* :mod:`pi_core.providers.google` — api ``"google-generative-ai"`` (Google Gemini API).
 
 A provider is reached through :func:`pi_core.stream_simple` once it is registered under its
 ``api`` with :func:`pi_core.register_provider`, or used directly as an agent's ``stream_fn``.

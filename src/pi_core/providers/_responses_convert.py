@@ -145,8 +145,8 @@ def _input_part(model: Model, block: TextContent | ImageContent) -> Wire:
 
 
 class _ItemIds:
-    """Hands out message item ids that are unique in one request: the API rejects two items
-    with one id, and ids longer than 64 characters."""
+    """Hands out message item ids that the API accepts: unique in one request, starting with
+    ``msg``, at most 64 characters."""
 
     def __init__(self) -> None:
         self._used: set[str] = set()
@@ -154,7 +154,7 @@ class _ItemIds:
     def claim(self, wanted: str | None) -> str:
         if wanted and len(wanted) > _MAX_ID:
             wanted = "msg_" + hashlib.sha256(wanted.encode()).hexdigest()[:40]
-        if not wanted or wanted in self._used:
+        if not wanted or not wanted.startswith("msg") or wanted in self._used:
             wanted = f"msg_pi{len(self._used)}"
             while wanted in self._used:
                 wanted += "_"

@@ -1,0 +1,351 @@
+"""The Google Gemini API (api ``"google-generative-ai"``), streamed over SSE.
+
+Usage::
+
+    from pi_core.models import get_model
+    from pi_core.providers import google
+
+    google.register()                      # stream_simple now serves api "google-generative-ai"
+    model = get_model("google", "gemini-2.5-flash")
+
+    # or directly, optionally with your own httpx client:
+    async for event in google.stream_google(model, context, options, client=my_client): ...
+
+Importing this module registers nothing; :func:`register` does. The request goes to
+``{base_url}/models/{model id}:streamGenerateContent?alt=sse`` (``base_url`` defaults to
+``https://generativelanguage.googleapis.com/v1beta``) with ``x-goog-api-key`` from
+``options.api_key``, else ``GEMINI_API_KEY``.
+
+Mapping:
+
+* Parts become blocks: ``text`` parts with ``thought: true`` → thinking, other ``text`` parts →
+  text (consecutive parts of one kind grow one block), ``functionCall`` parts → tool calls with
+  their whole arguments (Gemini does not stream them; several may come in one chunk). A call
+  without an id, or with one already used in the reply, gets a new unique id. Thought signatures
+  are kept on the block of their part and sent back to the same model.
+* ``finishReason``: ``STOP`` → stop (toolUse when the reply calls tools), ``MAX_TOKENS`` →
+  length; any other (``SAFETY``, ``RECITATION``, ``MALFORMED_FUNCTION_CALL``,
+  ``MISSING_THOUGHT_SIGNATURE`` …) is an error that names the reason, with the usage and content
+  kept. A blocked prompt (``promptFeedback.blockReason``) and an error sent as event data after
+  the 200 status are errors too, and so is a stream that ends without a ``finishReason``.
+* Usage: ``promptTokenCount`` less ``cachedContentTokenCount`` is input, the cached tokens are
+  cache reads, ``candidatesTokenCount`` plus ``thoughtsTokenCount`` is output.
+* Thinking, for a reasoning model: with ``options.reasoning`` the thoughts are included and
+  Gemini 3 gets a ``thinkingLevel`` (Pro: ``LOW`` / ``HIGH``), Gemini 2.5 a ``thinkingBudget``
+  (``options.thinking_budgets`` per level, else :func:`thinking_budget`'s defaults); without it
+  thinking is turned down as far as the model allows (off for 2.5 Flash, ``LOW`` / ``MINIMAL``
+  for Gemini 3, the model's own setting for 2.5 Pro, which always thinks).
+* Tool parameters are cut to the JSON Schema subset Gemini accepts (see ``_gemini_schema``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import uuid
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+from httpx_sse import ServerSentEvent
+
+from .._events import AssistantMessageEvent
+from .._messages import Context, Model, StopReason, TextContent, ThinkingContent, ToolCall
+from .._options import StreamOptions
+from .._registry import register_provider, unregister_provider
+from ._common import (
+    RequestSpec,
+    StreamFailure,
+    make_usage,
+    merge_headers,
+    parse_event_json,
+    require_api_key,
+    stream_sse,
+)
+from ._google_convert import convert_contents, convert_system, convert_tools, is_gemini_3
+from ._partial import PartialMessage
+
+__all__ = [
+    "API",
+    "DEFAULT_BASE_URL",
+    "ENV_API_KEY",
+    "register",
+    "stream_google",
+    "thinking_budget",
+    "unregister",
+]
+
+API = "google-generative-ai"
+DEFAULT_BASE_URL = "https://generativelanguage.googleapis.com/v1beta"
+ENV_API_KEY = "GEMINI_API_KEY"
+
+_BUDGETS = {
+    "2.5-pro": {"minimal": 128, "low": 2048, "medium": 8192, "high": 32768},
+    "2.5-flash-lite": {"minimal": 512, "low": 2048, "medium": 8192, "high": 24576},
+    "2.5-flash": {"minimal": 128, "low": 2048, "medium": 8192, "high": 24576},
+}
+_STOP_REASONS: dict[str, StopReason] = {"STOP": "stop", "MAX_TOKENS": "length"}
+
+
+def stream_google(
+    model: Model,
+    context: Context,
+    options: StreamOptions | None = None,
+    *,
+    client: httpx.AsyncClient | None = None,
+) -> AsyncIterator[AssistantMessageEvent]:
+    """Stream one Gemini reply as stream protocol events.
+
+    Args:
+        model: the model; ``base_url``, ``headers``, ``reasoning``, ``input`` and ``cost`` are used.
+        context: system prompt, messages and tools.
+        options: key, reasoning level and budgets, temperature, max tokens, headers, timeout and
+            abort signal.
+        client: an ``httpx.AsyncClient`` to send with (its own timeouts apply); by default a
+            client is created for this one request and closed after it.
+
+    Returns:
+        An async iterator of events ending with exactly one ``StreamDone`` or ``StreamError``.
+        Failures and aborts are ``StreamError`` events; nothing is raised except cancellation
+        from outside.
+    """
+    opts = options if options is not None else StreamOptions()
+    partial = PartialMessage(model)
+    return stream_sse(
+        partial,
+        functools.partial(_build_request, model, context, opts),
+        _ChunkMapper(partial, model),
+        opts,
+        client,
+    )
+
+
+def register(*, client: httpx.AsyncClient | None = None) -> None:
+    """Serve api ``"google-generative-ai"`` in :func:`pi_core.stream_simple` (replacing any).
+
+    With ``client``, every request of the registry goes through that client.
+    """
+    stream_fn = stream_google if client is None else functools.partial(stream_google, client=client)
+    register_provider(API, stream_fn)
+
+
+def unregister() -> None:
+    """Remove the provider of api ``"google-generative-ai"`` from the registry."""
+    unregister_provider(API)
+
+
+def thinking_budget(model: Model, level: str, budgets: Mapping[str, int] | None = None) -> int:
+    """The ``thinkingBudget`` of a Gemini 2.5 model at ``level`` (``xhigh`` counts as ``high``):
+    ``budgets[level]`` when given, else the model family's default, else -1 (the model decides).
+    """
+    level = "high" if level == "xhigh" else level
+    if budgets and level in budgets:
+        return int(budgets[level])
+    for family, defaults in _BUDGETS.items():  # the most specific family comes first
+        if family in model.id:
+            return defaults[level]
+    return -1
+
+
+# --- the request --------------------------------------------------------------------------------
+
+
+def _build_request(model: Model, context: Context, options: StreamOptions) -> RequestSpec:
+    """The streamGenerateContent request; :class:`StreamFailure` without an API key."""
+    api_key = require_api_key(model, options, ENV_API_KEY)
+    headers = merge_headers(
+        {"x-goog-api-key": api_key, "Content-Type": "application/json"},
+        model.headers,
+        options.headers,
+    )
+    base_url = (model.base_url or DEFAULT_BASE_URL).rstrip("/")
+    url = f"{base_url}/models/{quote(model.id, safe='')}:streamGenerateContent?alt=sse"
+    return RequestSpec(url, headers, _body(model, context, options))
+
+
+def _body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
+    body: dict[str, Any] = {"contents": convert_contents(model, context)}
+    system = convert_system(context.system_prompt)
+    if system is not None:
+        body["systemInstruction"] = system
+    if context.tools:
+        body["tools"] = convert_tools(context.tools)
+    config: dict[str, Any] = {}
+    if options.temperature is not None:
+        config["temperature"] = options.temperature
+    if options.max_tokens:
+        config["maxOutputTokens"] = options.max_tokens
+    thinking = _thinking_config(model, options)
+    if thinking is not None:
+        config["thinkingConfig"] = thinking
+    if config:
+        body["generationConfig"] = config
+    return body
+
+
+def _thinking_config(model: Model, options: StreamOptions) -> dict[str, Any] | None:
+    if not model.reasoning:
+        return None
+    level = options.reasoning
+    name = model.id.lower()
+    if level is None or level == "off":
+        if is_gemini_3(model):
+            return {"thinkingLevel": "LOW" if "pro" in name else "MINIMAL"}
+        return None if "2.5-pro" in name else {"thinkingBudget": 0}
+    if is_gemini_3(model):
+        return {"includeThoughts": True, "thinkingLevel": _thinking_level(name, level)}
+    budget = thinking_budget(model, level, options.thinking_budgets)
+    return {"includeThoughts": True, "thinkingBudget": budget}
+
+
+def _thinking_level(name: str, level: str) -> str:
+    if "pro" in name:
+        return "LOW" if level in ("minimal", "low") else "HIGH"
+    return "HIGH" if level == "xhigh" else level.upper()
+
+
+# --- the response -------------------------------------------------------------------------------
+
+
+class _ChunkMapper:
+    """``GenerateContentResponse`` chunks → stream events; one block is open at a time."""
+
+    def __init__(self, partial: PartialMessage, model: Model) -> None:
+        self._partial = partial
+        self._model = model
+        self._current: int | None = None
+        self._finish_reason: str | None = None
+
+    @property
+    def done(self) -> bool:
+        """Always false: Gemini marks the end only by closing the stream."""
+        return False
+
+    def feed(self, sse: ServerSentEvent) -> Iterator[AssistantMessageEvent]:
+        """The events of one chunk."""
+        if not sse.data.strip():
+            return
+        chunk = parse_event_json(sse)
+        if isinstance(chunk.get("error"), dict):
+            raise StreamFailure(_error_text(chunk["error"]))
+        self._note_metadata(chunk)
+        candidates = chunk.get("candidates") or [{}]
+        candidate = candidates[0]
+        for part in (candidate.get("content") or {}).get("parts") or ():
+            yield from self._part(part)
+        reason = candidate.get("finishReason")
+        if reason:
+            self._finish_reason = str(reason)
+            self._set_stop_reason(str(reason), candidate.get("finishMessage"))
+        blocked = (chunk.get("promptFeedback") or {}).get("blockReason")
+        if blocked:
+            raise StreamFailure(f"The provider blocked the prompt (blockReason: {blocked})")
+
+    def finish(self) -> Iterator[AssistantMessageEvent]:
+        """Close the open block; a stream without a ``finishReason`` is incomplete."""
+        if self._finish_reason is None:
+            raise StreamFailure("The stream ended before the response was complete")
+        yield from self._partial.end_all()
+
+    def _note_metadata(self, chunk: dict[str, Any]) -> None:
+        message = self._partial.message
+        if chunk.get("responseId") and message.response_id is None:
+            message.response_id = str(chunk["responseId"])
+        served = chunk.get("modelVersion")
+        if served and served != self._model.id:
+            message.response_model = str(served)
+        usage = chunk.get("usageMetadata")
+        if isinstance(usage, dict):
+            cached = usage.get("cachedContentTokenCount") or 0
+            self._partial.set_usage(
+                make_usage(
+                    self._model,
+                    input=max(0, (usage.get("promptTokenCount") or 0) - cached),
+                    output=(usage.get("candidatesTokenCount") or 0)
+                    + (usage.get("thoughtsTokenCount") or 0),
+                    cache_read=cached,
+                    cache_write=0,
+                )
+            )
+
+    def _set_stop_reason(self, reason: str, detail: object) -> None:
+        message = self._partial.message
+        stop = _STOP_REASONS.get(reason, "error")
+        if stop == "stop" and any(isinstance(block, ToolCall) for block in message.content):
+            stop = "toolUse"
+        message.stop_reason = stop
+        if stop == "error":
+            text = f"The provider stopped the response (finishReason: {reason})"
+            message.error_message = f"{text}: {detail}" if detail else text
+
+    # --- parts --------------------------------------------------------------------------------
+
+    def _part(self, part: dict[str, Any]) -> Iterator[AssistantMessageEvent]:
+        signature = part.get("thoughtSignature")
+        if isinstance(part.get("functionCall"), dict):
+            yield from self._function_call(part["functionCall"], signature)
+        elif isinstance(part.get("text"), str):
+            kind = ThinkingContent if part.get("thought") is True else TextContent
+            yield from self._text(kind, part["text"], signature)
+
+    def _text(self, kind: type, text: str, signature: object) -> Iterator[AssistantMessageEvent]:
+        if not text and not signature:
+            return
+        index = self._current
+        if index is None or not isinstance(self._partial.message.content[index], kind):
+            yield from self._close()
+            start = (
+                self._partial.begin_thinking()
+                if kind is ThinkingContent
+                else self._partial.begin_text()
+            )
+            index = self._current = start.content_index
+            yield start
+        block = self._partial.message.content[index]
+        if isinstance(block, ThinkingContent):
+            if text:
+                yield self._partial.add_thinking(index, text)
+            if isinstance(signature, str) and signature:
+                block.thinking_signature = signature
+        elif isinstance(block, TextContent):
+            if text:
+                yield self._partial.add_text(index, text)
+            if isinstance(signature, str) and signature:
+                block.text_signature = signature
+
+    def _function_call(
+        self, call: dict[str, Any], signature: object
+    ) -> Iterator[AssistantMessageEvent]:
+        yield from self._close()
+        name = str(call.get("name") or "")
+        wanted = call.get("id")
+        taken = {b.id for b in self._partial.message.content if isinstance(b, ToolCall)}
+        call_id = wanted if isinstance(wanted, str) and wanted and wanted not in taken else None
+        start = self._partial.begin_tool_call(call_id or f"call_{uuid.uuid4().hex[:24]}", name)
+        yield start
+        index = start.content_index
+        if isinstance(signature, str) and signature:
+            self._partial.tool_call(index).thought_signature = signature
+        args = call.get("args")
+        delta = self._partial.add_tool_json(
+            index, json.dumps(args if isinstance(args, dict) else {}, ensure_ascii=False)
+        )
+        if delta is not None:
+            yield delta
+        end = self._partial.end_block(index)
+        if end is not None:
+            yield end
+
+    def _close(self) -> Iterator[AssistantMessageEvent]:
+        if self._current is not None:
+            end = self._partial.end_block(self._current)
+            if end is not None:
+                yield end
+            self._current = None
+
+
+def _error_text(error: dict[str, Any]) -> str:
+    message = error.get("message") or "Unknown error"
+    status = error.get("status") or error.get("code")
+    return f"{status}: {message}" if status else str(message)
