@@ -6,43 +6,12 @@ import copy
 from typing import Any, Literal
 
 import attrs
+from _request_rules import gemini_schema_problems as problems
 from hypothesis import given
 from hypothesis import strategies as st
 
 from pi_core import tool
 from pi_core.providers._gemini_schema import gemini_schema
-
-ALLOWED = {
-    "type", "format", "title", "description", "enum", "default", "nullable", "minimum", "maximum",
-    "minLength", "maxLength", "pattern", "minItems", "maxItems", "minProperties", "maxProperties",
-    "propertyOrdering", "properties", "required", "items", "prefixItems", "anyOf",
-    "additionalProperties",
-}  # fmt: skip
-
-
-def problems(schema: Any, path: str = "$") -> list[str]:
-    """What Gemini would refuse in ``schema``: unknown keywords, type lists, required names that
-    are not properties."""
-    if not isinstance(schema, dict):
-        return [f"{path} is not a schema"]
-    found = [f"{path}.{key}" for key in schema if key not in ALLOWED]
-    if isinstance(schema.get("type"), list):
-        found.append(f"{path}.type is a list")
-    properties = schema.get("properties", {})
-    found += [
-        f"{path}.required names {name}"
-        for name in schema.get("required", ())
-        if name not in properties
-    ]
-    for name, value in properties.items():
-        found += problems(value, f"{path}.{name}")
-    for key in ("items", "additionalProperties"):
-        if isinstance(schema.get(key), dict):
-            found += problems(schema[key], f"{path}.{key}")
-    for key in ("anyOf", "prefixItems"):
-        for number, member in enumerate(schema.get(key, ())):
-            found += problems(member, f"{path}.{key}[{number}]")
-    return found
 
 
 def test_refs_are_inlined_and_definitions_dropped() -> None:
