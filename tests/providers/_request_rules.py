@@ -45,7 +45,8 @@ def _json_object(text: object) -> bool:
 
 def chat_completions_problems(body: Body) -> list[str]:
     """Every assistant ``tool_calls`` entry is answered by one ``tool`` message right after it;
-    no ``tool`` message answers nothing; arguments are JSON objects."""
+    no ``tool`` message answers nothing; call ids unique and at most 40 characters; arguments
+    are JSON objects."""
     found: list[str] = []
     pending: set[str] = set()
     for number, message in enumerate(body["messages"]):
@@ -63,8 +64,8 @@ def chat_completions_problems(body: Body) -> list[str]:
             if not calls and not message.get("content"):
                 found.append(f"messages[{number}] is an empty assistant message")
             pending = {call["id"] for call in calls}
-            if len(pending) != len(calls):
-                found.append(f"messages[{number}] repeats a tool call id")
+            if len(pending) != len(calls) or any(len(call_id) > 40 for call_id in pending):
+                found.append(f"messages[{number}] repeats a tool call id or has one too long")
             found += [
                 f"messages[{number}] has arguments that are not a JSON object"
                 for call in calls
@@ -162,7 +163,8 @@ def responses_problems(body: Body) -> list[str]:
         elif kind == "function_call_output":
             if item["call_id"] not in called or item["call_id"] in answered:
                 found.append(f"input[{number}] answers {item['call_id']!r}, not a pending call")
-            answered.add(item["call_id"])
+            else:
+                answered.add(item["call_id"])
     found += [f"call {call_id!r} is never answered" for call_id in called.keys() - answered]
     return found
 

@@ -60,6 +60,7 @@ STREAMS = {
     google.API: google.stream_google,
 }
 CHAT, CLAUDE, RESPONSES, GEMINI = STREAMS
+LONG = "_68b7a8e2c3d481a0b4f0c0d1e2f3a4b5c6d7e8f9a0b1c2d3"  # item ids are long: call_id|item_id passes 40
 
 
 # --- one reply per API --------------------------------------------------------------------------
@@ -114,7 +115,7 @@ def responses_reply(number: int, arguments: str) -> Reply:
         return sse_event({"type": kind, **data}, event=kind)
 
     call = {
-        "id": f"fc_{number}",
+        "id": f"fc_{number}{LONG}",
         "type": "function_call",
         "call_id": f"call_r{number}",
         "name": "add",
@@ -228,7 +229,7 @@ def assert_own_reasoning_went_back(requests: list[RecordedRequest]) -> None:
     responses_again = requests[4].body["input"]
     assert reasoning_item(1) in responses_again
     own_call = next(item for item in responses_again if item.get("call_id") == "call_r1")
-    assert own_call["id"] == "fc_1"
+    assert own_call["id"] == f"fc_1{LONG}"
     foreign_calls = [item for item in responses_again if item.get("type") == "function_call"]
     assert all("id" not in item for item in foreign_calls if item["call_id"] != "call_r1")
     claude_again = requests[5].body["messages"]

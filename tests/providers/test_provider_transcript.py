@@ -128,6 +128,15 @@ def test_ids_are_normalized_in_calls_and_results_without_touching_the_input() ->
     assert answer.tool_call_id == "call|1"
 
 
+def test_a_models_own_ids_go_back_as_they_came() -> None:
+    own = assistant(ToolCall("call|1", "tool", {}))
+    other = assistant(ToolCall("call|2", "tool", {}), model="m-2")
+    messages: list[Message] = [own, result("call|1"), other, result("call|2")]
+    prepared = prepare_transcript(messages, MODEL, lambda value: value + "!", keep_own_ids=True)
+    assert answers(prepared) == [("call|1", "ok", False), ("call|2!", "ok", False)]
+    assert prepared[0] == own
+
+
 # --- the invariant, for any transcript --------------------------------------------------------
 
 _IDS = st.sampled_from(["a", "b", "c", "d"])

@@ -114,7 +114,7 @@ def convert_input(model: Model, context: Context) -> list[Wire]:
         role = "developer" if model.reasoning else "system"
         items.append({"role": role, "content": context.system_prompt})
     ids = _ItemIds()
-    for message in prepare_transcript(context.messages, model, normalize_id):
+    for message in prepare_transcript(context.messages, model, normalize_id, keep_own_ids=True):
         if isinstance(message, UserMessage):
             content = _user_content(model, message)
             if content:

@@ -52,21 +52,28 @@ def is_same_model(message: AssistantMessage, model: Model) -> bool:
 
 
 def prepare_transcript(
-    messages: Sequence[Message], model: Model, normalize_id: IdMap | None = None
+    messages: Sequence[Message],
+    model: Model,
+    normalize_id: IdMap | None = None,
+    *,
+    keep_own_ids: bool = False,
 ) -> list[Message]:
     """The messages a provider may see for ``model`` (see the module docstring).
 
     The results of an assistant message's calls follow it in the calls' order, whatever order
     they came in. ``normalize_id`` rewrites tool call ids, in calls and results alike, for
-    providers with rules on their shape.
+    providers with rules on their shape; with ``keep_own_ids`` only the ids of other models'
+    messages, so that a model's own ids go back exactly as it wrote them (for a provider that
+    checks them against what it remembers of its reply).
     """
     fix_id: IdMap = normalize_id or _identity
     result: list[Message] = []
     pending: dict[str, ToolCall] = {}
     answers: dict[str, ToolResultMessage] = {}
+    renamed: dict[str, str] = {}
     for message in messages:
         if isinstance(message, ToolResultMessage):
-            call_id = fix_id(message.tool_call_id)
+            call_id = renamed.get(message.tool_call_id, message.tool_call_id)
             if call_id in pending and call_id not in answers:
                 answers[call_id] = attrs.evolve(message, tool_call_id=call_id)
             continue
@@ -77,11 +84,17 @@ def prepare_transcript(
             "error",
             "aborted",
         ):
-            kept = _convert_assistant(message, model, fix_id)
+            keep = keep_own_ids and is_same_model(message, model)
+            kept = _convert_assistant(message, model, _identity if keep else fix_id)
             pending = {block.id: block for block in kept.content if isinstance(block, ToolCall)}
+            renamed = dict(zip(_call_ids(message), _call_ids(kept), strict=True))
             result.append(kept)
     _answer_calls(pending, answers, result)
     return result
+
+
+def _call_ids(message: AssistantMessage) -> list[str]:
+    return [block.id for block in message.content if isinstance(block, ToolCall)]
 
 
 def _answer_calls(
