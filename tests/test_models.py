@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from pi_core import Model, ModelCost, PiCoreError
+from pi_core import Model, ModelCompat, ModelCost, PiCoreError, serialization
 from pi_core.models import (
     CATALOGUE_VERSION,
     ModelNotFoundError,
@@ -82,7 +82,18 @@ def test_a_model_answers_with_the_row_it_was_generated_from() -> None:
             context_window=window,
             max_tokens=limit,
             headers=headers,
+            compat=serialization.from_dict(row[11], ModelCompat) if row[11] else None,
         )
+
+
+def test_compat_settings_come_with_the_models_that_have_them() -> None:
+    rows = json.loads(load_module(SHIPPED, "_shipped_models").ROWS)
+    with_compat = [row for row in rows if row[11]]
+    assert with_compat
+    for row in with_compat:
+        compat = get_model(row[0], row[1]).compat
+        assert compat is not None
+        assert serialization.to_dict(compat) == row[11]  # every setting, none lost
 
 
 def test_prices_fill_in_usage_cost() -> None:

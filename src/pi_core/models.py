@@ -3,9 +3,10 @@
 ``get_model("anthropic", "claude-sonnet-4-5")`` returns a ready :class:`~pi_core.Model`: the api
 that selects the provider, the base URL, the context window, the output limit, whether it
 reasons, what input it takes and what its tokens cost (so ``Usage.cost`` is filled in), plus the
-extra headers some providers need. The data is generated from the catalogue of pi-ai, the
-TypeScript Pi's provider package, by ``scripts/generate_models.py``; :data:`CATALOGUE_VERSION`
-names the pi-ai version it came from.
+extra headers some providers need and the compatibility settings of its server
+(:class:`~pi_core.ModelCompat`) where the original has them. The data is generated from the
+catalogue of pi-ai, the TypeScript Pi's provider package, by ``scripts/generate_models.py``;
+:data:`CATALOGUE_VERSION` names the pi-ai version it came from.
 
 Importing :mod:`pi_core` does not load the catalogue; importing this module does not parse it
 either: the data is read on the first lookup and each :class:`~pi_core.Model` is built once, when
@@ -22,6 +23,7 @@ import functools
 import json
 from typing import Any
 
+from ._compat import ModelCompat
 from ._exceptions import PiCoreError
 from ._messages import Model, ModelCost
 from ._models_data import CATALOGUE_SOURCE, CATALOGUE_VERSION, ROWS
@@ -150,4 +152,14 @@ def _make_model(row: tuple[Any, ...]) -> Model:
         context_window=window,
         max_tokens=limit,
         headers=dict(headers) if headers else None,
+        compat=_compat(row[11]),
     )
+
+
+def _compat(record: dict[str, Any] | None) -> ModelCompat | None:
+    """The TypeScript Pi's ``compat`` record (camelCase) as a :class:`~pi_core.ModelCompat`."""
+    if not record:
+        return None
+    from .serialization import from_dict  # cattrs only when a model has compat settings
+
+    return from_dict(record, ModelCompat)

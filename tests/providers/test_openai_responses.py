@@ -29,6 +29,7 @@ from pi_core import (
     Context,
     ImageContent,
     Model,
+    ModelCompat,
     ModelCost,
     StreamOptions,
     TextContent,
@@ -253,10 +254,21 @@ async def test_a_model_without_reasoning_gets_a_system_message_and_no_reasoning(
     assert body["prompt_cache_retention"] == "24h"
 
 
+async def test_session_headers_and_compat_settings() -> None:
+    options = StreamOptions(api_key="k", session_id="s-1", cache_retention="long")
+    _, request = await run(TEXT_BODY, options=options)
+    assert (request.headers["session_id"], request.headers["x-client-request-id"]) == ("s-1", "s-1")
+    assert sent(request)["prompt_cache_retention"] == "24h"
+    compat = ModelCompat(send_session_id_header=False, supports_long_cache_retention=False)
+    _, request = await run(TEXT_BODY, options=options, model=attrs.evolve(MODEL, compat=compat))
+    assert "session_id" not in request.headers and request.headers["x-client-request-id"] == "s-1"
+    assert "prompt_cache_retention" not in sent(request)
+
+
 async def test_no_cache_key_when_caching_is_off() -> None:
     options = StreamOptions(api_key="k", session_id="s", cache_retention="none")
     _, request = await run(TEXT_BODY, options=options)
-    assert "prompt_cache_key" not in sent(request)
+    assert "prompt_cache_key" not in sent(request) and "session_id" not in request.headers
 
 
 async def test_the_reply_goes_back_as_the_items_it_came_from() -> None:

@@ -32,8 +32,9 @@ Mapping:
 * ``options.reasoning`` on a reasoning model becomes ``reasoning.effort`` (``xhigh`` is sent as
   ``high``, which every reasoning model accepts) with an ``auto`` summary;
   ``options.max_tokens`` is ``max_output_tokens``; ``options.session_id`` is the
-  ``prompt_cache_key`` unless ``cache_retention`` is ``"none"``, and ``"long"`` retention asks
-  api.openai.com for 24 hours.
+  ``prompt_cache_key`` (and the ``session_id`` header, unless ``model.compat`` says the server
+  does not want it) unless ``cache_retention`` is ``"none"``, and ``"long"`` retention asks for
+  24 hours (unless ``model.compat.supports_long_cache_retention`` is false).
 """
 
 from __future__ import annotations
@@ -142,10 +143,21 @@ def _build_request(model: Model, context: Context, options: StreamOptions) -> Re
             "Accept": "text/event-stream",
         },
         model.headers,
+        _session_headers(model, options),
         options.headers,
     )
     base_url = (model.base_url or DEFAULT_BASE_URL).rstrip("/")
     return RequestSpec(f"{base_url}/responses", headers, _body(model, context, options))
+
+
+def _session_headers(model: Model, options: StreamOptions) -> dict[str, str]:
+    """The session id as headers that route the turns of a session to one prompt cache."""
+    if not options.session_id or options.cache_retention == "none":
+        return {}
+    headers = {"x-client-request-id": options.session_id}
+    if model.compat is None or model.compat.send_session_id_header is not False:
+        headers["session_id"] = options.session_id
+    return headers
 
 
 def _body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
@@ -157,8 +169,8 @@ def _body(model: Model, context: Context, options: StreamOptions) -> dict[str, A
     }
     if options.cache_retention != "none" and options.session_id:
         body["prompt_cache_key"] = options.session_id
-    if options.cache_retention == "long" and "api.openai.com" in (
-        model.base_url or DEFAULT_BASE_URL
+    if options.cache_retention == "long" and (
+        model.compat is None or model.compat.supports_long_cache_retention is not False
     ):
         body["prompt_cache_retention"] = "24h"
     if options.max_tokens:
