@@ -3,34 +3,28 @@
 The parameters' annotations become the JSON Schema the model sees, the docstring its description,
 and at call time the validated arguments are structured back into the annotated types (cattrs).
 
-Decisions, documented here once:
+Decisions, documented here once (the types and their schemas: :mod:`pi_core._tool_schema`):
 
 * Extra properties are allowed, as upstream allows them (no ``additionalProperties: false``);
   a key that names no parameter is ignored when the function is called.
 * The description is the docstring's text before its first Google-style section (``Args:``,
-  ``Returns:`` …); each ``Args:`` entry becomes its property's ``"description"``.
-* A JSON-representable default is written into the schema as ``"default"``, so the model can see it;
-  the function's own default is what applies when the argument is left out.
-* ``X | None`` and other unions of plain types become a ``type`` list (``["integer", "null"]``);
-  unions involving objects or arrays become ``anyOf``.
-* Nested attrs classes are inlined (no ``$ref``); a class that contains itself is refused.
+  ``Returns:`` …); each ``Args:`` entry becomes its property's ``"description"``, unless the
+  parameter's ``Annotated[T, "text"]`` gave one.
+* The function's own default is what applies when the argument is left out.
 """
 
 from __future__ import annotations
 
 import inspect
-import json
-import re
-import types
 import typing
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, Literal, Union, overload
+from typing import Annotated, Any, Final, overload
 
 import attrs
 import cattrs
-from cattrs.strategies import configure_union_passthrough
 
 from ._exceptions import ToolArgumentsError
+from ._tool_schema import annotated_text, converter, describe, parse_docstring, schema_for
 from ._tools import AgentTool, AgentToolResult, ToolExecutionMode, ToolUpdateCallback
 from .nursery import AbortSignal
 
@@ -41,12 +35,6 @@ ToolFunction = Callable[..., Awaitable[AgentToolResult | str]]
 
 INJECTED: Final = frozenset({"tool_call_id", "signal", "on_update"})
 """Parameters filled in by the runtime, by name; they are not part of the schema."""
-
-_converter = cattrs.Converter()
-# Arguments were validated against the schema already, so a union of plain values can pass
-# through as it is instead of needing a disambiguation hook.
-configure_union_passthrough(str | int | float | bool | None, _converter)
-_converter.register_structure_hook(type(None), lambda value, _type: value)
 
 
 @overload
@@ -126,7 +114,7 @@ def _build_tool(
     tool_name = name or getattr(fn, "__name__", None)
     if not tool_name:
         raise TypeError(f"@tool cannot name {fn!r}; pass name=...")
-    summary, docs = _parse_docstring(inspect.getdoc(fn))
+    summary, docs = parse_docstring(inspect.getdoc(fn))
     hints = _type_hints(fn)
     parameters, arguments, injected = _signature_schema(fn, hints, docs)
     return AgentTool(
@@ -144,7 +132,7 @@ def _name_of(fn: Any) -> str:
 
 def _type_hints(fn: ToolFunction) -> dict[str, Any]:
     try:
-        return typing.get_type_hints(fn)
+        return typing.get_type_hints(fn, include_extras=True)
     except Exception as exc:  # NameError, or any failure to evaluate a string annotation
         raise TypeError(
             f"@tool cannot resolve the annotations of {_name_of(fn)}: {exc} "
@@ -169,8 +157,11 @@ def _signature_schema(
             raise TypeError(f"@tool: parameter {parameter.name!r} of {_name_of(fn)} needs a type")
         annotation = hints[parameter.name]
         where = f"parameter {parameter.name!r} of {_name_of(fn)}"
-        schema = _schema_for(annotation, where, ())
-        _describe(schema, docs.get(parameter.name), parameter.default)
+        schema = schema_for(annotation, where)
+        text = None
+        if typing.get_origin(annotation) is Annotated:
+            text = annotated_text(typing.get_args(annotation))
+        describe(schema, text or docs.get(parameter.name), parameter.default)
         properties[parameter.name] = schema
         if parameter.default is inspect.Parameter.empty:
             required.append(parameter.name)
@@ -191,29 +182,9 @@ def _check_kind(fn: ToolFunction, parameter: inspect.Parameter) -> None:
         )
 
 
-def _describe(schema: dict[str, Any], description: str | None, default: Any) -> None:
-    if description:
-        schema["description"] = description
-    if default is not inspect.Parameter.empty and default is not attrs.NOTHING:
-        json_default = _as_json(default)
-        if json_default is not _NOT_JSON:
-            schema["default"] = json_default
-
-
-_NOT_JSON: Final = object()
-
-
-def _as_json(value: Any) -> Any:
-    """A JSON copy of ``value`` (so the schema never aliases a mutable default), or _NOT_JSON."""
-    try:
-        return json.loads(json.dumps(value, allow_nan=False))
-    except (TypeError, ValueError):
-        return _NOT_JSON
-
-
 def _structure_hook(annotation: Any, where: str) -> Callable[[Any, Any], Any]:
     try:
-        return _converter.get_structure_hook(annotation)
+        return converter.get_structure_hook(annotation)
     except Exception as exc:  # cattrs raises several kinds for types it cannot build
         raise TypeError(f"@tool cannot structure {annotation!r} for {where}: {exc}") from exc
 
@@ -260,145 +231,3 @@ def _structure_error(tool_name: str, name: str, exc: Exception) -> str:
     else:
         detail = f"{name}: {exc}"
     return f'Invalid arguments for tool "{tool_name}": {detail}'
-
-
-# --- annotations to JSON Schema -------------------------------------------------------------------
-
-_SCALARS: Final[dict[Any, str]] = {str: "string", bool: "boolean", int: "integer", float: "number"}
-_LITERAL_TYPES: Final[dict[type, str]] = {
-    str: "string",
-    bool: "boolean",
-    int: "integer",
-    type(None): "null",
-}
-
-
-def _schema_for(annotation: Any, where: str, seen: tuple[type, ...]) -> dict[str, Any]:
-    """The JSON Schema of one annotation; ``seen`` holds the attrs classes being expanded."""
-    if annotation is Any:
-        return {}
-    if annotation is None or annotation is type(None):
-        return {"type": "null"}
-    if annotation in _SCALARS:
-        return {"type": _SCALARS[annotation]}
-    origin = typing.get_origin(annotation)
-    if origin is Literal:
-        return _literal_schema(typing.get_args(annotation), where)
-    if origin is Union or origin is types.UnionType:
-        return _union_schema(typing.get_args(annotation), where, seen)
-    if annotation is list or origin is list:
-        return _list_schema(typing.get_args(annotation), where, seen)
-    if annotation is dict or origin is dict:
-        return _dict_schema(typing.get_args(annotation), where, seen)
-    if isinstance(annotation, type) and attrs.has(annotation):
-        return _attrs_schema(annotation, where, seen)
-    raise TypeError(f"@tool: unsupported annotation {annotation!r} for {where}")
-
-
-def _literal_schema(values: tuple[Any, ...], where: str) -> dict[str, Any]:
-    names: list[str] = []
-    for value in values:
-        name = _LITERAL_TYPES.get(type(value))
-        if name is None:
-            raise TypeError(f"@tool: unsupported Literal value {value!r} for {where}")
-        if name not in names:
-            names.append(name)
-    # The type lets the model's "1" be coerced to the literal 1 before the enum check.
-    return {"type": names[0] if len(names) == 1 else names, "enum": list(values)}
-
-
-def _union_schema(members: tuple[Any, ...], where: str, seen: tuple[type, ...]) -> dict[str, Any]:
-    schemas = [_schema_for(member, where, seen) for member in members]
-    plain = [s.get("type") for s in schemas if set(s) == {"type"} and isinstance(s["type"], str)]
-    if len(plain) == len(schemas):
-        return {"type": list(dict.fromkeys(plain))}
-    return {"anyOf": schemas}
-
-
-def _list_schema(args: tuple[Any, ...], where: str, seen: tuple[type, ...]) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "array"}
-    if args:
-        schema["items"] = _schema_for(args[0], where, seen)
-    return schema
-
-
-def _dict_schema(args: tuple[Any, ...], where: str, seen: tuple[type, ...]) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object"}
-    if args:
-        if args[0] is not str:
-            raise TypeError(f"@tool: dict keys must be str (JSON objects) for {where}")
-        schema["additionalProperties"] = _schema_for(args[1], where, seen)
-    return schema
-
-
-_FACTORY: Final[type] = type(attrs.Factory(list))  # attrs' stubs present Factory as a function
-
-
-def _attrs_schema(cls: type, where: str, seen: tuple[type, ...]) -> dict[str, Any]:
-    if cls in seen:
-        raise TypeError(f"@tool: {cls.__qualname__} contains itself ({where}); not supported")
-    try:
-        attrs.resolve_types(cls)
-    except Exception as exc:
-        raise TypeError(f"@tool cannot resolve the annotations of {cls!r}: {exc}") from exc
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    for field in attrs.fields(cls):
-        if not field.init:
-            continue
-        if field.type is None:
-            raise TypeError(f"@tool: field {field.name!r} of {cls.__qualname__} needs a type")
-        schema = _schema_for(field.type, f"{cls.__qualname__}.{field.name} ({where})", (*seen, cls))
-        default = attrs.NOTHING if isinstance(field.default, _FACTORY) else field.default
-        _describe(schema, field.metadata.get("description"), default)
-        properties[field.name] = schema
-        if field.default is attrs.NOTHING:
-            required.append(field.name)
-    return _object_schema(cls, properties, required)
-
-
-def _object_schema(cls: type, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = required
-    summary, _ = _parse_docstring(cls.__dict__.get("__doc__"))
-    if summary:
-        schema["description"] = summary
-    return schema
-
-
-# --- Google-style docstrings ----------------------------------------------------------------------
-
-_SECTION: Final = re.compile(
-    r"(Args|Arguments|Parameters|Params|Keyword Args|Returns?|Yields?|Raises|Examples?|Notes?"
-    r"|Attributes|See Also|Warnings?|Todo):\s*"
-)
-_ARG_SECTIONS: Final = frozenset({"Args", "Arguments", "Parameters", "Params", "Keyword Args"})
-_ARG_ENTRY: Final = re.compile(r"\*{0,2}(?P<name>\w+)\s*(?:\([^)]*\))?\s*:\s*(?P<text>.*)")
-
-
-def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
-    """Split a docstring into its description and the per-parameter text of its Args section."""
-    if not doc:
-        return "", {}
-    description: list[str] = []
-    params: dict[str, str] = {}
-    section: str | None = None
-    current: str | None = None
-    entry_indent = -1
-    for line in inspect.cleandoc(doc).splitlines():
-        header = _SECTION.fullmatch(line)
-        if header:
-            section, current, entry_indent = header[1], None, -1
-        elif section is None:
-            description.append(line)
-        elif section in _ARG_SECTIONS and line.strip():
-            indent = len(line) - len(line.lstrip())
-            entry = _ARG_ENTRY.fullmatch(line.strip())
-            if entry and (entry_indent < 0 or indent <= entry_indent):
-                name, entry_indent = entry["name"], indent
-                params[name] = entry["text"].strip()
-                current = name
-            elif current is not None:  # a continuation line of the current entry
-                params[current] = f"{params[current]} {line.strip()}".strip()
-    return "\n".join(description).strip(), params
