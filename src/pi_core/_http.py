@@ -6,13 +6,27 @@ timeout stops the request at once, and no scope stays open while a generator yie
 consumer (the hazard of cancel scopes in async generators, PEP 789). What the request leaves
 open (a body iterator read halfway, the response, a client made for the one request) is closed by
 :func:`discard` and :meth:`HttpCall.close`, also while the caller is being cancelled.
+
+:meth:`HttpCall.send` retries as the official OpenAI and Anthropic SDKs do: a connection error or
+a status of :data:`RETRY_STATUSES` (unless the server says ``x-should-retry: false``; any status
+with ``x-should-retry: true``) is retried up to ``max_retries`` times, after the delay the server
+asks for (``retry-after-ms``, ``retry-after`` in seconds or as an HTTP date) or else an
+exponential backoff from 0.5 s to 8 s with up to 25 % jitter. A server asking for longer than
+``max_retry_delay`` is not waited for: its response is returned at once, and
+:attr:`HttpCall.retry_note` says how long it asked for. The wait is a guarded await, so an abort
+ends it at once. Retries happen only in :meth:`HttpCall.send`, before a byte of the response
+body was read: nothing is retried once a reply streams.
 """
 
 from __future__ import annotations
 
+import email.utils
+import logging
 import math
+import random
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import anyio
 import httpx
@@ -21,11 +35,15 @@ from .nursery import AbortSignal
 
 __all__ = [
     "DEFAULT_HTTP_TIMEOUT",
+    "RETRY_STATUSES",
     "HttpCall",
     "RequestAborted",
     "RequestGuard",
     "RequestTimedOut",
+    "RetryPolicy",
     "discard",
+    "retry_after",
+    "should_retry",
 ]
 
 T = TypeVar("T")
@@ -33,6 +51,24 @@ T = TypeVar("T")
 DEFAULT_HTTP_TIMEOUT = httpx.Timeout(600.0, connect=30.0)
 """Timeouts of a client made for one request: a reasoning model can be silent for minutes, so
 reads may take long; ``StreamOptions.timeout`` bounds the whole request when it is set."""
+
+
+RETRY_STATUSES: Final[frozenset[int]] = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+"""Statuses retried: timeouts, conflicts, rate limits, server errors and Anthropic's overload."""
+
+_RETRIED_ERRORS = (httpx.NetworkError, httpx.TimeoutException, httpx.RemoteProtocolError)
+"""Connection failures retried (a refused or dropped connection, a client-side timeout);
+a malformed request (``httpx.LocalProtocolError``, e.g. an illegal header) is not."""
+
+_INITIAL_DELAY = 0.5
+_MAX_BACKOFF = 8.0
+_JITTER = 0.25
+
+_log = logging.getLogger("pi_core")
+
+# The wait between attempts and its jitter; tests replace them to see and release each wait.
+_sleep: Callable[[float], Awaitable[None]] = anyio.sleep
+_random: Callable[[], float] = random.random
 
 
 class RequestAborted(Exception):
@@ -119,6 +155,50 @@ async def discard(iterator: AsyncIterator[Any]) -> None:
         await aclose()
 
 
+class RetryPolicy:
+    """How often and how long :class:`HttpCall` retries (see the module docstring)."""
+
+    __slots__ = ("max_delay", "max_retries")
+
+    def __init__(self, max_retries: int = 2, max_delay: float = 60.0) -> None:
+        self.max_retries = max(0, max_retries)
+        self.max_delay = max_delay
+
+    def backoff(self, attempt: int) -> float:
+        """The wait before retry number ``attempt + 1`` when the server named none."""
+        delay = min(_INITIAL_DELAY * 2.0**attempt, _MAX_BACKOFF) * (1 - _JITTER * _random())
+        return min(delay, self.max_delay)
+
+
+def should_retry(response: httpx.Response) -> bool:
+    """Whether the SDKs would retry ``response``: ``x-should-retry`` first, then the status."""
+    verdict: str = response.headers.get("x-should-retry", "").strip().lower()
+    if verdict in ("true", "false"):
+        return verdict == "true"
+    return response.status_code in RETRY_STATUSES
+
+
+def retry_after(response: httpx.Response) -> float | None:
+    """The delay in seconds the server asks for (``retry-after-ms``, ``retry-after``), if any."""
+    headers = response.headers
+    try:
+        return float(headers["retry-after-ms"]) / 1000
+    except (KeyError, ValueError):
+        pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return when.timestamp() - time.time()
+
+
 class HttpCall:
     """One POST with a streamed response: the client, the response and the body being read.
 
@@ -126,22 +206,61 @@ class HttpCall:
     client only when this call made it), shielded, so it also runs while being cancelled.
     """
 
-    __slots__ = ("_body", "_http", "_owned", "guard", "response")
+    __slots__ = ("_body", "_http", "_owned", "_retry", "guard", "response", "retry_note")
 
-    def __init__(self, guard: RequestGuard, client: httpx.AsyncClient | None) -> None:
+    def __init__(
+        self,
+        guard: RequestGuard,
+        client: httpx.AsyncClient | None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
         self.guard = guard
         self._owned = client is None
         self._http = (
             client if client is not None else httpx.AsyncClient(timeout=DEFAULT_HTTP_TIMEOUT)
         )
+        self._retry = retry if retry is not None else RetryPolicy(0)
         self.response: httpx.Response | None = None
         self._body: AsyncIterator[Any] | None = None
+        self.retry_note: str | None = None
+        """Why a retryable response was not retried: the server asked for too long a wait."""
 
     async def send(self, url: str, headers: dict[str, str], content: bytes) -> httpx.Response:
-        """POST ``content`` to ``url``; the response's body is left to be streamed."""
-        request = self._http.build_request("POST", url, headers=headers, content=content)
-        self.response = await self.guard.call(self._http.send, request, stream=True)
-        return self.response
+        """POST ``content`` to ``url``, retrying as the policy allows; the response's body is
+        left to be streamed. Raises the last connection error when no attempt got a response."""
+        attempt = 0
+        while True:
+            request = self._http.build_request("POST", url, headers=headers, content=content)
+            try:
+                response = await self.guard.call(self._http.send, request, stream=True)
+            except _RETRIED_ERRORS as exc:
+                if attempt >= self._retry.max_retries:
+                    raise
+                delay, cause = self._retry.backoff(attempt), type(exc).__name__
+            else:
+                wait = self._delay_before_retry(response, attempt)
+                if wait is None:
+                    self.response = response
+                    return response
+                delay, cause = wait, str(response.status_code)
+                with anyio.CancelScope(shield=True):
+                    await response.aclose()
+            _log.info("HTTP request failed (%s); retry %d in %.2f s", cause, attempt + 1, delay)
+            await self.guard.call(_sleep, delay)
+            attempt += 1
+
+    def _delay_before_retry(self, response: httpx.Response, attempt: int) -> float | None:
+        """The wait before retrying ``response``, or ``None`` to keep it as the answer."""
+        if response.is_success or attempt >= self._retry.max_retries or not should_retry(response):
+            return None
+        asked = retry_after(response)
+        if asked is not None and asked > self._retry.max_delay:
+            self.retry_note = (
+                f"the server asked to retry after {asked:g} s, "
+                f"longer than max_retry_delay ({self._retry.max_delay:g} s)"
+            )
+            return None
+        return asked if asked is not None and asked > 0 else self._retry.backoff(attempt)
 
     def read_body(self, iterator: AsyncIterator[T]) -> AsyncIterator[T]:
         """Adopt ``iterator`` over the response body, so :meth:`close` finishes it."""

@@ -44,6 +44,12 @@ class StreamOptions:
     cache_retention: CacheRetention | None = None
     timeout: float | None = None
     """Seconds for the whole request, for providers that make one."""
+    max_retries: int = 2
+    """How often an HTTP provider retries a request that failed before anything was streamed
+    (a connection error, or status 408, 409, 429, 500, 502, 503, 504 or 529)."""
+    max_retry_delay: float = 60.0
+    """The longest wait before a retry, in seconds: a server asking for longer (``retry-after``)
+    gets its error returned at once, naming the delay it asked for."""
     signal: AbortSignal | None = attrs.field(default=None, eq=False, hash=False)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
@@ -47,9 +47,12 @@ class Reply:
     """One scripted response."""
 
     status: int = 200
-    chunks: list[bytes] = attrs.Factory(list)
+    chunks: Iterable[bytes] = attrs.Factory(list)
+    """The body's pieces, sent one by one; a generator makes a body as large as a test needs."""
     content_type: str = "text/event-stream"
     ending: Literal["complete", "drop", "hold"] = "complete"
+    headers: dict[str, str] = attrs.Factory(dict)
+    """More response headers (``retry-after``, ``content-encoding`` …)."""
 
 
 @attrs.define
@@ -95,7 +98,10 @@ class ReplayServer:
             {
                 "type": "http.response.start",
                 "status": reply.status,
-                "headers": [(b"content-type", content_type)],
+                "headers": [
+                    (b"content-type", content_type),
+                    *((name.encode(), value.encode()) for name, value in reply.headers.items()),
+                ],
             }
         )
         for chunk in reply.chunks:

@@ -21,10 +21,10 @@ import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
 from .._events import AssistantMessageEvent
-from .._http import HttpCall, RequestAborted, RequestGuard, RequestTimedOut
+from .._http import HttpCall, RequestAborted, RequestGuard, RequestTimedOut, RetryPolicy
 from .._messages import Model, Usage, UsageCost
 from .._options import StreamOptions
-from .._texts import REQUEST_ABORTED, clip
+from .._texts import CONNECTION_ERROR, REQUEST_ABORTED, REQUEST_TIMED_OUT, clip
 from ._partial import PartialMessage
 
 __all__ = [
@@ -88,12 +88,13 @@ class EventMapper(Protocol):
 
 
 def require_api_key(model: Model, options: StreamOptions, env_var: str) -> str:
-    """``options.api_key``, else the environment variable ``env_var``.
+    """``options.api_key``, else the environment variable ``env_var``, without the whitespace
+    around it (a key read from a file keeps its newline, which no header may carry).
 
     Raises:
         StreamFailure: neither is set; the message says how to provide one.
     """
-    api_key = options.api_key or os.environ.get(env_var)
+    api_key = (options.api_key or os.environ.get(env_var) or "").strip()
     if not api_key:
         raise StreamFailure(
             f"No API key for provider {model.provider!r}: "
@@ -176,13 +177,18 @@ def http_error_message(status_code: int, body: bytes) -> str:
 
 
 def describe_exception(exc: BaseException) -> str:
-    """A clear one-line text for a transport failure or an unexpected error."""
+    """A clear one-line text for a transport failure or an unexpected error.
+
+    The HTTP stack's own texts are never used: they can quote a request header, and so an API
+    key (h11 refuses ``Illegal header value b'Bearer sk-…'``). As the official SDKs do, a
+    transport failure is ``Connection error.`` and a client-side timeout ``Request timed out.``
+    """
     if isinstance(exc, StreamFailure):
         return str(exc)
     if isinstance(exc, httpx.TimeoutException):
-        return f"Request timed out ({type(exc).__name__}{_colon(exc)})"
+        return REQUEST_TIMED_OUT
     if isinstance(exc, httpx.TransportError):
-        return f"Network error: {type(exc).__name__}{_colon(exc)}"
+        return CONNECTION_ERROR
     return f"{type(exc).__name__}{_colon(exc)}"
 
 
@@ -210,7 +216,7 @@ async def stream_sse(
     # One function on purpose: the response and the SSE iterator must be closed by this
     # generator's own ``finally``, not by a nested generator left to the garbage collector.
     guard = RequestGuard(options.signal, options.timeout)
-    call = HttpCall(guard, client)
+    call = HttpCall(guard, client, RetryPolicy(options.max_retries, options.max_retry_delay))
     try:
         guard.check()
         spec = prepare()
@@ -270,7 +276,9 @@ async def _check_response(call: HttpCall) -> None:
         return
     body = await call.read_capped(_MAX_ERROR_BODY)
     if not response.is_success:
-        raise StreamFailure(http_error_message(response.status_code, body))
+        message = http_error_message(response.status_code, body)
+        note = f" ({call.retry_note})" if call.retry_note else ""
+        raise StreamFailure(message + note)
     # Some servers answer 200 with a JSON error instead of a stream.
     content_type = response.headers.get("content-type", "")
     try:

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import re
 
-from .._texts import exception_text
+from .._texts import CONNECTION_ERROR, exception_text
 
 __all__ = ["CONNECTION_ERROR", "public_error_text", "redact_credentials"]
-
-CONNECTION_ERROR = "Connection error."
-"""What a client is told of a failure of the HTTP stack (the official SDKs' words)."""
 
 _HTTP_STACK = frozenset({"httpx", "httpcore", "h11", "h2", "ssl", "socket"})
 """Packages whose exception texts may quote headers or connection details."""
