@@ -18,6 +18,7 @@ from .._exceptions import ProxyError
 from .._http import HttpCall, RequestAborted, RequestGuard, RequestTimedOut
 from .._messages import Context, Model
 from .._options import StreamOptions
+from .._texts import CONNECTION_ERROR
 from ._decode import WireDecoder
 from ._wire import encode_request
 
@@ -50,7 +51,8 @@ async def stream_proxy(
         options: ``temperature``, ``max_tokens``, ``reasoning``, ``cache_retention``,
             ``session_id``, ``headers``, ``metadata`` and ``thinking_budgets`` are sent;
             ``api_key`` never is (the server uses its own). ``signal`` aborts the call at once;
-            ``timeout`` bounds it in seconds.
+            ``timeout`` bounds it in seconds. The client does not retry (``max_retries`` is
+            ignored): the provider behind the server retries its own requests.
         proxy_url: the server's base URL; ``/api/stream`` is appended.
         auth_token: sent as ``Authorization: Bearer <auth_token>``.
         client: the HTTP client to use (and leave open); by default one is made per call.
@@ -155,8 +157,8 @@ def _describe(exc: Exception) -> str:
         return str(exc)
     if isinstance(exc, httpx.TimeoutException):
         return f"Proxy request timed out ({type(exc).__name__})"
-    text = str(exc)
-    detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
     if isinstance(exc, httpx.TransportError):
-        return f"Proxy request failed: {detail}"
-    return detail
+        # Never the HTTP stack's own text: it can quote a header, and so the Bearer token.
+        return f"Proxy request failed: {CONNECTION_ERROR}"
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
