@@ -100,8 +100,10 @@ def bench_peers(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def interop(session: nox.Session) -> None:
-    """pi-agent-core 0.73.1's TypeScript streamProxy against our proxy server (needs node >= 20
+    """pi-agent-core 0.73.1's TypeScript streamProxy against our proxy server, and pi-ai 0.73.1's
+    Responses and Gemini providers against our recorded streams and transcripts (needs node >= 20
     and npm; the tests run ``npm ci`` in tests/proxy/interop and skip, saying why, without them).
     """
     _install_group(session, "test")
-    session.run("pytest", "tests/proxy/test_proxy_interop.py", "-v", "-rs", *session.posargs)
+    files = ["tests/proxy/test_proxy_interop.py", "tests/providers/test_ts_interop.py"]
+    session.run("pytest", *files, "-v", "-rs", *session.posargs)

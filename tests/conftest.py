@@ -28,3 +28,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 @pytest.fixture(params=_BACKENDS)
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def node() -> str:
+    """Node with the TypeScript Pi's packages, for interop tests (see tests/node_interop.py)."""
+    from node_interop import find_node
+
+    return find_node()

@@ -299,7 +299,7 @@ async def test_the_reply_goes_back_as_the_items_it_came_from() -> None:
             "type": "function_call",
             "call_id": "call_1",
             "name": "get_weather",
-            "arguments": '{"city": "Paris"}',
+            "arguments": '{"city":"Paris"}',
             "id": "fc_1",
         },
         {

@@ -8,17 +8,15 @@ session ``interop`` runs them in CI.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import aclosing
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from _proxy_support import serve_app
 
+from node_interop import INTEROP, NODE_DEADLINE
 from pi_core import AssistantMessageEvent, Context, Model, StreamOptions
 from pi_core.providers.faux import (
     FauxProvider,
@@ -32,46 +30,11 @@ from pi_core.serialization import to_dict
 
 pytestmark = pytest.mark.anyio
 
-INTEROP = Path(__file__).parent / "interop"
 TOKEN = "interop-token"
-NODE_DEADLINE = 60.0
-PINNED = "0.73.1"
 
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
-
-
-@pytest.fixture(scope="module")
-def node() -> str:
-    """The node executable, with the pinned packages installed in ``interop/``."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip(f"{'node' if node is None else 'npm'} is not on PATH")
-    version = subprocess.run([node, "--version"], capture_output=True, text=True, check=False)
-    major = version.stdout.strip().lstrip("v").split(".")[0]
-    if not major.isdigit() or int(major) < 20:
-        pytest.skip(f"node >= 20 is needed, found {version.stdout.strip() or 'no version'}")
-    if not _installed():
-        command = [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"]
-        try:
-            done = subprocess.run(
-                command, cwd=INTEROP, capture_output=True, text=True, timeout=600, check=False
-            )
-        except subprocess.TimeoutExpired:
-            pytest.skip("npm ci in tests/proxy/interop took more than 600 s")
-        if done.returncode != 0 or not _installed():
-            tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
-            pytest.skip(f"npm ci in tests/proxy/interop failed ({done.returncode}): {tail}")
-    return node
-
-
-def _installed() -> bool:
-    package = INTEROP / "node_modules" / "@mariozechner" / "pi-agent-core" / "package.json"
-    try:
-        return bool(json.loads(package.read_text())["version"] == PINNED)
-    except (OSError, ValueError, KeyError):
-        return False
 
 
 async def run_ts_client(node: str, url: str, token: str, scenario: str = "reply") -> Any:

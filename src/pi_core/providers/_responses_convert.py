@@ -215,7 +215,8 @@ def _function_call(call: ToolCall, same: bool) -> Wire:
         "type": "function_call",
         "call_id": call_id,
         "name": call.name,
-        "arguments": json.dumps(call.arguments, ensure_ascii=False),
+        # As JSON.stringify writes it, so that the TypeScript Pi sends the very same request.
+        "arguments": json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":")),
     }
     # An item id of another model's reply would be checked against reasoning this model never
     # saw; without one the call stands alone.
