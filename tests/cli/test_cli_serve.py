@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import shutil
+import subprocess
 
 import pytest
 from _cli_process import LiveCli, run_cli
@@ -58,3 +60,32 @@ def test_a_client_runs_the_demo_through_the_proxy(backend: str) -> None:
     assert "error: Proxy error: " in refused.stdout
     assert code == 0
     assert "test-token" not in server.output
+
+
+def listen_backlog(port: int) -> int:
+    """The backlog of the socket listening on ``port`` (``ss`` shows it as its Send-Q)."""
+    done = subprocess.run(
+        ["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True, check=True
+    )
+    [line] = done.stdout.strip().splitlines()
+    return int(line.split()[2])
+
+
+@pytest.mark.skipif(shutil.which("ss") is None, reason="needs ss (iproute2)")
+@pytest.mark.parametrize(("args", "backlog"), [([], 2048), (["--backlog", "300"], 300)])
+def test_serve_proxy_listens_with_a_large_backlog(args: list[str], backlog: int) -> None:
+    with LiveCli(
+        "serve-proxy", "--port", "0", *args, env={"PI_CORE_PROXY_TOKEN": "t"}, merge_stderr=True
+    ) as server:
+        match = re.search(r"Running on http://127\.0\.0\.1:(\d+)", server.wait_for("Running on"))
+        assert match is not None
+        found = listen_backlog(int(match.group(1)))
+        server.interrupt()
+        assert server.finish() == 0
+    assert found == backlog
+
+
+def test_serve_proxy_rejects_a_backlog_below_one() -> None:
+    done = run_cli("serve-proxy", "--backlog", "0", env={"PI_CORE_PROXY_TOKEN": "t"})
+    assert done.returncode == 2
+    assert "must be at least 1, got 0" in done.stderr

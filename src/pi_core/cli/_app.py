@@ -20,7 +20,7 @@ from ._chat import chat_command
 from ._interrupt import EXIT_ABORTED, EXIT_ERROR, EXIT_USAGE
 from ._run import run_command
 from ._runs import add_runs_parser, runs_command
-from ._serve import DEFAULT_HOST, DEFAULT_PORT, proxy_token, serve_proxy
+from ._serve import DEFAULT_BACKLOG, DEFAULT_HOST, DEFAULT_PORT, proxy_token, serve_proxy
 from ._setup import DEFAULT_PROXY_TOKEN_ENV, PROVIDERS, AgentSettings, UsageError
 from ._worker import add_worker_parser, worker_command
 
@@ -166,6 +166,12 @@ def _add_serve_parser(commands: Any) -> None:
     serve.add_argument("--host", default=DEFAULT_HOST, help=f"default: {DEFAULT_HOST}")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"default: {DEFAULT_PORT}")
     serve.add_argument(
+        "--backlog",
+        type=_positive_int,
+        default=DEFAULT_BACKLOG,
+        help=f"connections the kernel queues before they are accepted (default: {DEFAULT_BACKLOG})",
+    )
+    serve.add_argument(
         "--token-env",
         metavar="VAR",
         default=DEFAULT_PROXY_TOKEN_ENV,
@@ -173,6 +179,13 @@ def _add_serve_parser(commands: Any) -> None:
         f"(default: {DEFAULT_PROXY_TOKEN_ENV}); required",
     )
     _add_backend(serve)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _add_backend(group: Any) -> None:
@@ -191,7 +204,9 @@ def _dispatch(args: argparse.Namespace) -> int:
         raise UsageError("--backend trio needs trio: pip install 'pi-agent-core-py[trio]'")
     if args.command == "serve-proxy":
         token = proxy_token(args.token_env)
-        serve = functools.partial(serve_proxy, args.host, args.port, token, args.backend)
+        serve = functools.partial(
+            serve_proxy, args.host, args.port, token, args.backend, args.backlog
+        )
         _run(serve, args.backend)
         return 0
     settings = _settings(args)

@@ -39,6 +39,9 @@ DEMO_MODEL_ID = "pi-demo"
 DEMO_TOKENS_PER_SECOND = 150.0
 """Fast enough to finish in a couple of seconds, slow enough to watch the text stream."""
 
+_READ_CHARS = 4000
+"""The planner reads this much of a message: its regular expressions and the calculator must not
+take a server's event loop for seconds on a huge prompt."""
 _DEFAULT_EXPRESSION = "6 * 7"
 _DEFAULT_SLEEP = 1.0
 _FILE_WORDS = re.compile(r"\b(files?|dir|directory|folder|ls)\b", re.IGNORECASE)
@@ -199,13 +202,16 @@ def _trailing_user_texts(messages: Sequence[Message]) -> list[str]:
 
 
 def _user_text(message: UserMessage) -> str:
+    """The start of the message's text: what the planner reads."""
     if isinstance(message.content, str):
-        return message.content
-    return " ".join(block.text for block in message.content if isinstance(block, TextContent))
+        return message.content[:_READ_CHARS]
+    texts = (block.text for block in message.content if isinstance(block, TextContent))
+    return " ".join(texts)[:_READ_CHARS]
 
 
 def _result_text(result: ToolResultMessage) -> str:
-    return "\n".join(block.text for block in result.content if isinstance(block, TextContent))
+    texts = (block.text for block in result.content if isinstance(block, TextContent))
+    return "\n".join(texts)[:_READ_CHARS]
 
 
 def _shorten(text: str, limit: int) -> str:

@@ -19,10 +19,24 @@ from ._demo import DEMO_API, DemoModel
 from ._interrupt import wait_for_stop_signal
 from ._setup import UsageError
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "proxy_token", "serve_proxy"]
+__all__ = [
+    "DEFAULT_BACKLOG",
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "hypercorn_config",
+    "proxy_token",
+    "serve_proxy",
+]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
+DEFAULT_BACKLOG = 2048
+"""Connections the kernel queues before the server accepts them (hypercorn's own default, 100,
+drops connections when a thousand clients arrive at once)."""
+_KEEP_ALIVE_TIMEOUT = 5.0
+"""Seconds an idle connection stays open between requests."""
+_GRACEFUL_TIMEOUT = 10.0
+"""Seconds the streams in flight get to finish after SIGINT / SIGTERM."""
 _SERVED_APIS = frozenset({"openai-completions", "anthropic-messages", DEMO_API})
 
 
@@ -43,15 +57,23 @@ def proxy_token(env_var: str) -> str:
 
 
 async def serve_proxy(
-    host: str, port: int, token: str, backend: Literal["asyncio", "trio"] = "asyncio"
+    host: str,
+    port: int,
+    token: str,
+    backend: Literal["asyncio", "trio"] = "asyncio",
+    backlog: int = DEFAULT_BACKLOG,
 ) -> None:
     """Serve until SIGINT or SIGTERM, then shut down gracefully.
+
+    A client has :data:`pi_core.proxy.DEFAULT_BODY_TIMEOUT` seconds to send its request body;
+    hypercorn puts no read timeout on connections, since a client reading a long reply sends
+    nothing for as long as the model writes.
 
     Raises:
         UsageError: hypercorn or :mod:`pi_core.proxy` is not installed.
     """
     app = _make_app(token)
-    config = _hypercorn_config(host, port)
+    config = hypercorn_config(host, port, backlog)
     serve = _hypercorn_serve(backend)
     # hypercorn logs the address once bound (the real port, when asked for port 0).
     print("pi-core proxy: POST /api/stream with the bearer token; Ctrl-C stops", file=sys.stderr)
@@ -85,7 +107,8 @@ def _pin_model(model: Model) -> Model | None:
     return attrs.evolve(model, base_url="")
 
 
-def _hypercorn_config(host: str, port: int) -> Any:
+def hypercorn_config(host: str, port: int, backlog: int = DEFAULT_BACKLOG) -> Any:
+    """The hypercorn configuration of ``serve-proxy``."""
     try:
         from hypercorn.config import Config
     except ImportError:
@@ -94,6 +117,9 @@ def _hypercorn_config(host: str, port: int) -> Any:
         ) from None
     config = Config()
     config.bind = [f"{host}:{port}"]
+    config.backlog = backlog
+    config.keep_alive_timeout = _KEEP_ALIVE_TIMEOUT
+    config.graceful_timeout = _GRACEFUL_TIMEOUT
     return config
 
 

@@ -148,8 +148,22 @@ def estimate_tokens(text: str) -> int:
 
 
 def common_prefix_length(a: str, b: str) -> int:
-    length = min(len(a), len(b))
-    return next((i for i in range(length) if a[i] != b[i]), length)
+    """How many characters ``a`` and ``b`` share from the start.
+
+    A binary search over slice comparisons: the comparing runs in C, not a Python loop per
+    character (megabytes of prompt would hold the event loop for a second).
+    """
+    matched, length = 0, min(len(a), len(b))
+    if a[:length] == b[:length]:
+        return length
+    unmatched = length  # invariant: a[:matched] == b[:matched], a[:unmatched] != b[:unmatched]
+    while unmatched - matched > 1:
+        middle = (matched + unmatched) // 2
+        if a[matched:middle] == b[matched:middle]:
+            matched = middle
+        else:
+            unmatched = middle
+    return matched
 
 
 def _json(value: object) -> str:

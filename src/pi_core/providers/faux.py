@@ -54,6 +54,7 @@ from ._faux_stream import (
     streamed_text,
     terminal,
 )
+from ._prompt_cache import PromptCache
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -187,7 +188,7 @@ class FauxProvider:
         self._rng = random.Random(seed)
         self._queue: deque[FauxResponseStep] = deque()
         self._call_count = 0
-        self._prompt_cache: dict[str, str] = {}
+        self._prompt_cache = PromptCache()
 
     @property
     def api(self) -> str:
@@ -377,7 +378,7 @@ class FauxProvider:
         input_tokens, cache_read, cache_write = prompt_tokens, 0, 0
         session_id = options.session_id
         if session_id and options.cache_retention != "none":
-            previous = self._prompt_cache.get(session_id)
+            previous = self._prompt_cache.swap(session_id, prompt)
             if previous:
                 shared = common_prefix_length(previous, prompt)
                 cache_read = estimate_tokens(previous[:shared])
@@ -386,7 +387,6 @@ class FauxProvider:
             else:
                 # Upstream counts a first prompt both as input and as written to the cache.
                 cache_write = prompt_tokens
-            self._prompt_cache[session_id] = prompt
         total = input_tokens + output + cache_read + cache_write
         return Usage(input_tokens, output, cache_read, cache_write, total)
 
