@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 import attrs
 
 from ._compat import ModelCompat
+from ._redact import headers_repr
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -258,7 +259,7 @@ class Model:
     cost: ModelCost = attrs.Factory(ModelCost)
     context_window: int = 0
     max_tokens: int = 0
-    headers: dict[str, str] | None = attrs.field(default=None, hash=False)
+    headers: dict[str, str] | None = attrs.field(default=None, hash=False, repr=headers_repr)
     compat: ModelCompat | None = None
     """What the model's server accepts where servers of its API differ; ``None`` (or a field left
     ``None``) lets the provider detect it from ``base_url``."""

@@ -10,6 +10,7 @@ import attrs
 
 from ._events import AssistantMessageEvent
 from ._messages import Context, Model, ThinkingLevel
+from ._redact import headers_repr, secret_repr
 from .nursery import AbortSignal
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ CacheRetention = Literal["none", "short", "long"]
 class StreamOptions:
     """Options of one model call; providers ignore what they do not use."""
 
-    api_key: str | None = attrs.field(default=None, repr=False)
+    api_key: str | None = attrs.field(default=None, repr=secret_repr)
     session_id: str | None = None
     reasoning: ThinkingLevel | None = None
     """The thinking level; ``None`` (or ``"off"``) asks for no reasoning."""
@@ -39,7 +40,7 @@ class StreamOptions:
     """Token budgets per thinking level, overriding a provider's defaults."""
     temperature: float | None = None
     max_tokens: int | None = None
-    headers: Mapping[str, str] | None = attrs.field(default=None, hash=False)
+    headers: Mapping[str, str] | None = attrs.field(default=None, hash=False, repr=headers_repr)
     metadata: Mapping[str, Any] | None = attrs.field(default=None, hash=False)
     cache_retention: CacheRetention | None = None
     timeout: float | None = None

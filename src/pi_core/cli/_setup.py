@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import importlib
 import os
 from typing import Literal
@@ -167,7 +166,7 @@ def _stream_fn(api: str) -> StreamFn:
 
 def _proxy(settings: AgentSettings) -> Connection:
     try:
-        from ..proxy import stream_proxy
+        from ..proxy import ProxyStream
     except ImportError:
         raise UsageError("--provider proxy needs pi_core.proxy, which is not available") from None
     url = _require(
@@ -178,7 +177,7 @@ def _proxy(settings: AgentSettings) -> Connection:
     api = settings.api or (DEMO_API if model_id == DEMO_MODEL_ID else None)
     api = _require(api, "--api (the model's api on the proxy server) is required with --model")
     model = Model(model_id, api=api, provider="proxy", reasoning=settings.thinking != "off")
-    stream_fn = functools.partial(stream_proxy, proxy_url=url, auth_token=token)
+    stream_fn = ProxyStream(url, token)
     return Connection(model, stream_fn, StreamOptions(), f"{model_id} ({api}) via proxy {url}")
 
 

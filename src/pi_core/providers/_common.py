@@ -24,6 +24,7 @@ from .._events import AssistantMessageEvent
 from .._http import HttpCall, RequestAborted, RequestGuard, RequestTimedOut, RetryPolicy
 from .._messages import Model, Usage, UsageCost
 from .._options import StreamOptions
+from .._redact import headers_repr, redact_credentials
 from .._texts import CONNECTION_ERROR, REQUEST_ABORTED, REQUEST_TIMED_OUT, clip
 from ._partial import PartialMessage
 
@@ -54,8 +55,8 @@ class StreamFailure(Exception):
 class RequestSpec:
     """The one POST a provider makes: where, with which headers, with which JSON body."""
 
-    url: str
-    headers: dict[str, str]
+    url: str = attrs.field(repr=lambda url: repr(redact_credentials(url)))  # ?key=… in a URL
+    headers: dict[str, str] = attrs.field(repr=headers_repr)
     body: dict[str, Any]
 
     def encode(self) -> bytes:

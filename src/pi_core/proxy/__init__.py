@@ -3,6 +3,7 @@
 * :func:`stream_proxy` — a stream function that sends each model call to a proxy server
   (``POST {proxy_url}/api/stream``) and rebuilds the reply from its event lines. It works with
   the servers of upstream's ``streamProxy`` and with :func:`create_proxy_app`.
+  :class:`ProxyStream` binds it to one proxy's address and token.
 * :func:`create_proxy_app` — an ASGI app serving that protocol for any stream function: the
   server holds the API keys, clients hold only its Bearer token. The TypeScript ``streamProxy``
   of pi-agent-core works against it.
@@ -14,7 +15,7 @@ not.
 from __future__ import annotations
 
 from .._public import publish_module_names
-from ._client import stream_proxy
+from ._client import ProxyStream, stream_proxy
 from ._server import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES,
@@ -28,6 +29,7 @@ __all__ = (
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_JSON_ITEMS",
     "ProxyApp",
+    "ProxyStream",
     "create_proxy_app",
     "stream_proxy",
 )

@@ -18,11 +18,12 @@ from .._exceptions import ProxyError
 from .._http import HttpCall, RequestAborted, RequestGuard, RequestTimedOut
 from .._messages import Context, Model
 from .._options import StreamOptions
+from .._redact import REDACTED
 from .._texts import CONNECTION_ERROR
 from ._decode import WireDecoder
 from ._wire import encode_request
 
-__all__ = ["stream_proxy"]
+__all__ = ["ProxyStream", "stream_proxy"]
 
 _NO_TERMINAL = "Proxy stream ended without a terminal event"
 _ABORTED_BEFORE_RESPONSE = "This operation was aborted"
@@ -41,8 +42,9 @@ async def stream_proxy(
 ) -> AsyncIterator[AssistantMessageEvent]:
     """Stream a reply of ``model`` through the proxy server at ``proxy_url``.
 
-    Use it as a stream function with the proxy's address bound, e.g.
-    ``functools.partial(stream_proxy, proxy_url=url, auth_token=token)``.
+    Use it as a stream function with the proxy's address bound: :class:`ProxyStream` binds
+    them (``ProxyStream(url, token)``) with a repr that never shows the token, which a
+    ``functools.partial`` would.
 
     Args:
         model: the model, sent whole; the server picks its provider by ``model.api``.
@@ -162,3 +164,41 @@ def _describe(exc: Exception) -> str:
         return f"Proxy request failed: {CONNECTION_ERROR}"
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class ProxyStream:
+    """:func:`stream_proxy` with a proxy's address and token bound: a stream function.
+
+    ``ProxyStream(url, token)`` calls the proxy at ``url`` with ``token``; its repr shows the
+    URL, never the token (reprs end up in logs and tracebacks).
+
+    Args:
+        proxy_url: the server's base URL; ``/api/stream`` is appended.
+        auth_token: the proxy's bearer token.
+        client: the HTTP client to use (and leave open); by default one is made per call.
+    """
+
+    __slots__ = ("_auth_token", "client", "proxy_url")
+
+    def __init__(
+        self, proxy_url: str, auth_token: str, *, client: httpx.AsyncClient | None = None
+    ) -> None:
+        self.proxy_url = proxy_url
+        self._auth_token = auth_token
+        self.client = client
+
+    def __call__(
+        self, model: Model, context: Context, options: StreamOptions | None = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        """Stream a reply of ``model`` through the proxy (see :func:`stream_proxy`)."""
+        return stream_proxy(
+            model,
+            context,
+            options,
+            proxy_url=self.proxy_url,
+            auth_token=self._auth_token,
+            client=self.client,
+        )
+
+    def __repr__(self) -> str:
+        return f"ProxyStream(proxy_url={self.proxy_url!r}, auth_token={REDACTED!r})"

@@ -48,9 +48,9 @@ from .._messages import (
     Usage,
 )
 from .._options import CacheRetention, StreamOptions
+from .._redact import redact_credentials
 from ..nursery import AbortSignal
 from ..serialization import dumps
-from ._errors import redact_credentials
 
 __all__ = ["ProxyRequest", "WireEncoder", "WireOptions", "encode_request"]
 
