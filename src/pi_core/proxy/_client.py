@@ -183,9 +183,9 @@ class ProxyStream:
     def __init__(
         self, proxy_url: str, auth_token: str, *, client: httpx.AsyncClient | None = None
     ) -> None:
-        self.proxy_url = proxy_url
+        self.proxy_url: str = proxy_url
         self._auth_token = auth_token
-        self.client = client
+        self.client: httpx.AsyncClient | None = client
 
     def __call__(
         self, model: Model, context: Context, options: StreamOptions | None = None

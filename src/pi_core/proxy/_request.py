@@ -86,9 +86,9 @@ class BodyLimits:
         ):
             if not value > 0:
                 raise ValueError(f"{name} must be positive, got {value}")
-        self.max_bytes = max_bytes
-        self.max_json_items = max_json_items
-        self.timeout = timeout
+        self.max_bytes: int = max_bytes
+        self.max_json_items: int = max_json_items
+        self.timeout: float = timeout
 
 
 async def read_body(headers: Any, receive: Receive, limits: BodyLimits) -> bytes:
