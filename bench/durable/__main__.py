@@ -8,9 +8,9 @@ For each database (a fresh SQLite file; a throwaway Postgres server started from
 binaries, with its default, durable settings) it measures, each in a process of its own:
 
 * CPU per recorded operation: durable runs of a short shape (3 model steps, 4 tool steps, plus
-  the event and steering records) against bare DBOS workflows of as many no-op steps, both
-  enqueued by a client and served by a worker in one process; pi_core's share is the difference
-  over the durable figure;
+  the event and steering records) against bare DBOS workflows recording the same operations,
+  both enqueued by a client and served by a worker in one process, without the CPU the idle
+  engine burns in the meantime; pi_core's share is the difference over the durable figure;
 * the end-to-end wall time of a durable run, one at a time, against the same run in-process;
 * runs per second with 1 and 2 ``pi-core worker`` processes serving a batch started at once.
 
@@ -101,16 +101,18 @@ def _databases(database: str) -> Iterator[Any]:
 def _table(rows: list[dict[str, Any]]) -> str:
     """The Markdown table of docs/performance.md."""
     lines = [
-        "| database | ops/run | CPU ms/op durable | CPU ms/op bare DBOS | pi_core share "
+        "| database | ops/run | writes/run | busy CPU ms/write durable | busy CPU ms/write bare "
+        "DBOS | pi_core share "
         "| ms/run durable | ms/run in-process | runs/s 1 worker | runs/s 2 workers |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for database in dict.fromkeys(row["db"] for row in rows):
         by_phase = {row["phase"]: row for row in rows if row["db"] == database}
         cpu = by_phase["cpu"]
         lines.append(
-            f"| {database} | {cpu['operations_per_run']} | {cpu['durable_cpu_ms_per_op']:.2f} "
-            f"| {cpu['bare_cpu_ms_per_op']:.2f} | {cpu['pi_core_share']:.1%} "
+            f"| {database} | {cpu['operations_per_run']} | {cpu['writes_per_run']} "
+            f"| {cpu['durable_busy_cpu_ms_per_write']:.2f} "
+            f"| {cpu['bare_busy_cpu_ms_per_write']:.2f} | {cpu['pi_core_share']:.1%} "
             f"| {cpu['durable_wall_ms_per_run']:.0f} | {cpu['in_process_wall_ms_per_run']:.2f} "
             f"| {by_phase['workers-1']['runs_per_second']:.1f} "
             f"| {by_phase['workers-2']['runs_per_second']:.1f} |"

@@ -1,9 +1,10 @@
 """The measurements of ``python -m bench.durable``, each run in a process of its own.
 
 * :func:`cpu_per_operation`: in one process (a worker and a client), the CPU time of durable runs
-  started and awaited one after another, against bare DBOS workflows of the same number of
-  recorded operations (no-op steps), enqueued and awaited the same way; and the wall time of each
-  against the same run in-process, without durability.
+  started and awaited one after another, against bare DBOS workflows that make the same database
+  writes (as many steps, stream writes inside and outside steps, receives and sleeps, with tiny
+  payloads), enqueued and awaited the same way; and the wall time of each against the same run in-process, without
+  durability.
 * :func:`throughput`: runs per second when ``workers`` worker processes serve a batch of runs
   started at once by a client.
 """
@@ -18,9 +19,11 @@ import time
 from typing import Any
 
 import anyio
+import attrs
 from dbos import DBOS, DBOSClient, EnqueueOptions, WorkflowHandleAsync
 
 from pi_core.durable import DurableRuns, open_worker
+from pi_core.durable._dbos_names import EVENTS
 
 from .agents import AGENT, agents, in_process_run
 
@@ -30,20 +33,73 @@ PROMPT = "go"
 READY = "serving bench.durable.agents:agents"
 
 QUEUE_POLLING_SECONDS = 0.1
-"""As often as a pi_core worker polls its queue, so that both wait alike."""
+RESULT_POLLING_SECONDS = 0.1
+"""As often as a pi_core worker polls its queue and a client a run's end: both wait alike."""
+IDLE_SECONDS = 2.0
 
 
 @DBOS.step()
-async def _noop_step(index: int) -> int:
+async def _step(index: int, writes: int) -> int:
+    """A model or tool step; ``writes`` stream entries from inside it, as a model step writes its
+    ``message_update`` events."""
+    for _ in range(writes):
+        await DBOS.write_stream_async(EVENTS, index)
     return index
 
 
 @DBOS.workflow(name=BARE_WORKFLOW)
-async def bare_steps(operations: int) -> int:
-    """A workflow of ``operations`` no-op steps: what DBOS costs without any agent."""
-    for index in range(operations):
-        await _noop_step(index)
-    return operations
+async def bare_operations(kinds: list[str], in_step_writes: list[int]) -> int:
+    """The recorded operations of a durable run, by kind, with nothing of pi_core around them."""
+    steps = iter(in_step_writes)
+    for index, kind in enumerate(kinds):
+        if kind == "DBOS.recv":  # records a sleep for its timeout too
+            await DBOS.recv_async("bench", timeout_seconds=0)
+        elif kind == "DBOS.sleep":
+            await DBOS.sleep_async(0.001)  # a sleep of 0 is not recorded
+        elif kind == "DBOS.writeStream":
+            await DBOS.write_stream_async(EVENTS, index)
+        elif kind == "DBOS.closeStream":
+            await DBOS.close_stream_async(EVENTS)
+        else:  # a model or tool step
+            await _step(index, next(steps))
+    return len(kinds)
+
+
+@attrs.frozen
+class Shape:
+    """What a durable run records: its operations, and the stream entries its steps write."""
+
+    names: list[str]
+    stream_entries: int
+
+    @property
+    def kinds(self) -> list[str]:
+        """The operations for :func:`bare_operations`, as many of each kind as ``names``."""
+        kinds = list(self.names)
+        for _ in range(self.names.count("DBOS.recv")):
+            kinds.remove("DBOS.sleep")  # each recv brings its own
+        return kinds
+
+    @property
+    def in_step_writes(self) -> list[int]:
+        """Per model or tool step, the stream entries written from inside it (by model steps)."""
+        inside = self.stream_entries - self.names.count("DBOS.writeStream")
+        steps = [name for name in self.names if not name.startswith("DBOS.")]
+        models = max(1, steps.count("model"))
+        share = [inside // models + (index < inside % models) for index in range(models)]
+        shares = iter(share)
+        return [next(shares) if name == "model" else 0 for name in steps]
+
+    @property
+    def writes(self) -> int:
+        """Database writes of a run: its recorded operations and the in-step stream entries."""
+        return len(self.names) + sum(self.in_step_writes)
+
+    @classmethod
+    async def of(cls, run_id: str) -> Shape:
+        steps = await DBOS.list_workflow_steps_async(run_id)
+        entries = [entry async for entry in DBOS.read_stream_async(run_id, EVENTS)]
+        return cls([step["function_name"] for step in steps], len(entries))
 
 
 class Clock:
@@ -61,38 +117,55 @@ class Clock:
 
 
 async def cpu_per_operation(database_url: str, runs: int) -> dict[str, Any]:
-    """Durable runs against bare DBOS workflows of as many operations, one after another."""
+    """Durable runs against bare DBOS workflows of the same operations, one after another.
+
+    CPU is the whole process's (the worker's threads and the client's); ``busy`` figures take
+    out what the launched engine burns while idle (its pollers), at the rate measured first.
+    """
     async with open_worker(agents, database_url, executor_id="bench-cpu"):
         await DBOS.register_queue_async(
             BARE_QUEUE, worker_concurrency=25, polling_interval_sec=QUEUE_POLLING_SECONDS
         )
-        client = DurableRuns(database_url)
-        bare_client = DBOSClient(system_database_url=database_url)
-        try:
-            run_id = await _durable_run(client)  # warm-up; and the shape of a run
-            operations = len(await DBOS.list_workflow_steps_async(run_id))
-            await _bare_run(bare_client, operations)
-            clock = Clock()
-            for _ in range(runs):
-                await _durable_run(client)
-            durable_cpu, durable_wall = clock.lap(runs)
-            clock = Clock()
-            for _ in range(runs):
-                await _bare_run(bare_client, operations)
-            bare_cpu, bare_wall = clock.lap(runs)
-        finally:
-            bare_client.destroy()
-    in_process_wall = await _in_process_ms(runs)
+        async with DurableRuns(database_url) as client:
+            bare_client = DBOSClient(system_database_url=database_url)
+            try:
+                return await _compare(client, bare_client, runs)
+            finally:
+                bare_client.destroy()
+
+
+async def _compare(client: DurableRuns, bare_client: DBOSClient, runs: int) -> dict[str, Any]:
+    shape = await Shape.of(await _durable_run(client))  # warm-up; and what a run records
+    bare_shape = await Shape.of(await _bare_run(bare_client, shape))
+    assert (len(bare_shape.names), bare_shape.stream_entries) == (
+        len(shape.names),
+        shape.stream_entries,
+    ), (shape, bare_shape)
+    idle = Clock()
+    await anyio.sleep(IDLE_SECONDS)
+    idle_cpu_per_ms = idle.lap(1)[0] / (IDLE_SECONDS * 1000)
+    durable = Clock()
+    for _ in range(runs):
+        await _durable_run(client)
+    durable_cpu, durable_wall = durable.lap(runs)
+    bare = Clock()
+    for _ in range(runs):
+        await _bare_run(bare_client, shape)
+    bare_cpu, bare_wall = bare.lap(runs)
+    durable_busy = durable_cpu - idle_cpu_per_ms * durable_wall
+    bare_busy = bare_cpu - idle_cpu_per_ms * bare_wall
     return {
-        "operations_per_run": operations,
+        "operations_per_run": len(shape.names),
+        "writes_per_run": shape.writes,
+        "idle_cpu_ms_per_s": idle_cpu_per_ms * 1000,
         "durable_cpu_ms_per_run": durable_cpu,
         "bare_cpu_ms_per_run": bare_cpu,
-        "durable_cpu_ms_per_op": durable_cpu / operations,
-        "bare_cpu_ms_per_op": bare_cpu / operations,
-        "pi_core_share": (durable_cpu - bare_cpu) / durable_cpu,
+        "durable_busy_cpu_ms_per_write": durable_busy / shape.writes,
+        "bare_busy_cpu_ms_per_write": bare_busy / shape.writes,
+        "pi_core_share": (durable_busy - bare_busy) / durable_busy,
         "durable_wall_ms_per_run": durable_wall,
         "bare_wall_ms_per_run": bare_wall,
-        "in_process_wall_ms_per_run": in_process_wall,
+        "in_process_wall_ms_per_run": await _in_process_ms(runs),
     }
 
 
@@ -102,10 +175,13 @@ async def _durable_run(client: DurableRuns) -> str:
     return run_id
 
 
-async def _bare_run(client: DBOSClient, operations: int) -> None:
+async def _bare_run(client: DBOSClient, shape: Shape) -> str:
     options: EnqueueOptions = {"queue_name": BARE_QUEUE, "workflow_name": BARE_WORKFLOW}
-    handle: WorkflowHandleAsync[int] = await client.enqueue_async(options, operations)
-    await handle.get_result()
+    handle: WorkflowHandleAsync[int] = await client.enqueue_async(
+        options, shape.kinds, shape.in_step_writes
+    )
+    await handle.get_result(polling_interval_sec=RESULT_POLLING_SECONDS)
+    return handle.get_workflow_id()
 
 
 async def _in_process_ms(runs: int) -> float:
