@@ -66,8 +66,7 @@ async def test_a_tool_that_raises_is_logged_at_warning_with_its_traceback(
     [record] = pi_core_records(caplog)
     assert record.levelno == logging.WARNING
     assert record.getMessage() == (
-        "Tool lookup raised KeyError for tool call c1 (lookup); "
-        "the model gets it as the call's error result"
+        "Tool lookup raised KeyError (call c1); the model gets it as the call's error result"
     )
     assert record.exc_info is not None and record.exc_info[0] is KeyError
     assert "failing_execute" in caplog.text  # the traceback, down to the tool's own frame
@@ -88,7 +87,9 @@ async def test_after_tool_call_raising_is_logged_as_the_hook(
         await agent.prompt("Look it up.")
     [record] = pi_core_records(caplog)
     assert record.levelno == logging.WARNING
-    assert record.getMessage().startswith("after_tool_call raised RuntimeError for tool call c1")
+    assert record.getMessage().startswith(
+        "after_tool_call raised RuntimeError for tool lookup (call c1)"
+    )
 
 
 async def test_invalid_arguments_are_the_models_mistake_and_not_logged(
@@ -222,7 +223,7 @@ anyio.run(main)
 """
     done = run_python(program)
     assert done.stdout == "ok\n"
-    assert "Tool lookup raised KeyError for tool call" in done.stderr
+    assert "Tool lookup raised KeyError (call " in done.stderr
     assert "Traceback (most recent call last):" in done.stderr
     assert "KeyError: 'zzz'" in done.stderr
 

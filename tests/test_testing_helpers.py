@@ -40,6 +40,7 @@ from pi_core import (
     UserMessage,
     run_agent_loop,
 )
+from pi_core.serialization import dumps, loads
 from pi_core.testing import (
     CallBehaviour,
     CallOutcome,
@@ -172,9 +173,9 @@ REJECTED: list[tuple[str, list[Any], str]] = [
         "found message_update(user)",
     ),
     (
-        "user message_end of another object",
-        replaced(3, lambda _: MessageEnd(UserMessage("go"))),
-        "event 3: expected message_end carrying the same object as its message_start, "
+        "user message_end of another message",
+        replaced(3, lambda _: MessageEnd(UserMessage("gone"))),
+        "event 3: expected message_end carrying the same message as its message_start, "
         "found message_end(user)",
     ),
     (
@@ -289,6 +290,28 @@ async def test_an_agent_failure_lifecycle_is_accepted_wherever_it_strikes() -> N
     cut = len(events) - 4  # without its failure lifecycle the run is left open
     with pytest.raises(EventGrammarError, match=f"^event {cut}: expected agent_end, found the end"):
         check_event_grammar(events[:cut])
+
+
+def read_back(events: list[Any]) -> list[Any]:
+    """The events as JSON lines read back, as ``pi-core run --json`` output would be."""
+    return [loads(dumps(event), AgentEvent) for event in events]
+
+
+def test_events_read_back_from_json_are_checked_by_value() -> None:
+    events = read_back(canonical_run())
+    assert events[3].message is not events[21].messages[0]  # identity is lost
+    assert events[3].message == events[21].messages[0]
+    check_event_grammar(events)
+
+
+def test_events_read_back_from_json_still_fail_where_the_run_is_wrong() -> None:
+    events = canonical_run()
+    wrong_result = ToolResultMessage("b", "t", [TextContent("other")])
+    events[16] = TurnEnd(events[16].message, [events[13].message, wrong_result])
+    with pytest.raises(
+        EventGrammarError, match=re.escape("turn_end.tool_results to be the turn's")
+    ):
+        check_event_grammar(read_back(events))
 
 
 # --- check_transcript ---------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from ._hooks import (
     needs_await,
 )
 from ._interrupt import is_interruption
-from ._log import log_tool_failure
+from ._log import TOOL, log_tool_failure
 from ._messages import AgentContext, AssistantMessage, TextContent, ToolCall, ToolResultMessage
 from ._texts import OPERATION_ABORTED, exception_text
 from ._tools import AgentTool, AgentToolResult
@@ -63,16 +63,16 @@ def _aborted_job_outcome(_job_index: int) -> Outcome:
     return _aborted_outcome()
 
 
-def _failed_outcome(exc: Exception, call: ToolCall, where: str) -> Outcome:
-    """The error result of a call whose tool or hook (``where``) raised, logged; an engine's
+def _failed_outcome(exc: Exception, call: ToolCall, hook: str) -> Outcome:
+    """The error result of a call whose tool (``TOOL``) or ``hook`` raised, logged; an engine's
     interruption passes."""
     if is_interruption(exc):
         raise exc
-    log_tool_failure(call, where, exc)
+    log_tool_failure(call, hook, exc)
     return error_result(exception_text(exc)), True
 
 
-def _stray_cancellation_outcome(exc: BaseException, call: ToolCall, where: str) -> Outcome:
+def _stray_cancellation_outcome(exc: BaseException, call: ToolCall, hook: str) -> Outcome:
     """A call's error outcome for a cancellation nothing sent it; re-raise anything else.
 
     A tool that awaits a task somebody else cancelled (asyncio) gets that task's
@@ -80,7 +80,7 @@ def _stray_cancellation_outcome(exc: BaseException, call: ToolCall, where: str) 
     """
     if not is_stray_cancellation(exc):
         raise exc
-    log_tool_failure(call, where, exc)
+    log_tool_failure(call, hook, exc)
     return error_result(exception_text(exc)), True
 
 
@@ -121,9 +121,9 @@ class _Prepared:
                     returned = await tool.execute(call.id, self.args, batch._signal, self.on_update)
             outcome = _as_outcome(tool, returned)
         except Exception as exc:
-            outcome = _failed_outcome(exc, call, f"Tool {call.name}")
+            outcome = _failed_outcome(exc, call, TOOL)
         except BaseException as exc:
-            outcome = _stray_cancellation_outcome(exc, call, f"Tool {call.name}")
+            outcome = _stray_cancellation_outcome(exc, call, TOOL)
         if batch._config.after_tool_call is None:
             return outcome
         try:

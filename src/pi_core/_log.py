@@ -15,30 +15,44 @@ succeeds, so logging costs nothing until something fails.
 from __future__ import annotations
 
 import logging
+from typing import Final
 
 from ._exceptions import ToolArgumentsError
 from ._messages import AssistantMessage, Model, ToolCall
 
-__all__ = ["log_model_failure", "log_run_failure", "log_tool_failure", "logger"]
+__all__ = ["TOOL", "log_model_failure", "log_run_failure", "log_tool_failure", "logger"]
 
 logger = logging.getLogger("pi_core")
 
 
-def log_tool_failure(call: ToolCall, where: str, exc: BaseException) -> None:
-    """A tool call's ``where`` (the tool, or a hook) raised ``exc``; the model gets the error.
+TOOL: Final = ""
+"""``log_tool_failure``'s ``hook`` when the tool itself raised."""
+
+
+def log_tool_failure(call: ToolCall, hook: str, exc: BaseException) -> None:
+    """A tool call's tool (``hook`` is :data:`TOOL`) or ``hook`` raised ``exc``; the model gets
+    the error.
 
     Arguments that fail validation are the model's mistake, reported to the model: not logged.
     """
     if isinstance(exc, ToolArgumentsError):
         return
-    logger.warning(
-        "%s raised %s for tool call %s (%s); the model gets it as the call's error result",
-        where,
-        type(exc).__name__,
-        call.id,
-        call.name,
-        exc_info=exc,
-    )
+    name = type(exc).__name__
+    after = "the model gets it as the call's error result"
+    if hook == TOOL:
+        logger.warning(
+            "Tool %s raised %s (call %s); %s", call.name, name, call.id, after, exc_info=exc
+        )
+    else:
+        logger.warning(
+            "%s raised %s for tool %s (call %s); %s",
+            hook,
+            name,
+            call.name,
+            call.id,
+            after,
+            exc_info=exc,
+        )
 
 
 def log_model_failure(model: Model, message: AssistantMessage, exc: BaseException | None) -> None:

@@ -54,6 +54,10 @@ def test_a_prompt_gets_thinking_text_and_parallel_tool_calls() -> None:
     assert "list_dir" not in calls
 
 
+def test_the_users_arithmetic_is_passed_as_written_even_when_it_cannot_be_computed() -> None:
+    assert _calls(_reply(UserMessage("What is 1/0?")))["calculate"] == {"expression": "1/0"}
+
+
 def test_defaults_and_file_words() -> None:
     calls = _calls(_reply(UserMessage("hello, which files are here?")))
     assert calls["sleep"] == {"seconds": 1.0}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
 import socket
 import subprocess
@@ -40,6 +41,47 @@ def test_run_shows_the_demo_at_work(backend: str) -> None:
         assert expected in out
     assert "\x1b[" not in out
     assert out.index("✓ calculate") < out.index("✓ sleep")  # completion order
+
+
+def test_a_tool_error_is_shown_in_the_view_and_its_traceback_only_with_verbose() -> None:
+    prompt = "What is 1/0? Then sleep 0.1 seconds."
+    quiet = run_cli("run", prompt)
+    assert quiet.returncode == 0, quiet.stderr
+    assert '→ calculate {"expression": "1/0"}' in quiet.stdout
+    assert "✗ calculate: division by zero" in quiet.stdout
+    assert quiet.stderr == ""
+    verbose = run_cli("run", "--verbose", prompt)
+    assert "WARNING pi_core: Tool calculate raised CalculationError (call " in verbose.stderr
+    assert "Traceback (most recent call last):" in verbose.stderr
+    assert verbose.stdout.count("✗ calculate: division by zero") == 1
+
+
+def test_json_compact_updates_carry_the_wire_event_only() -> None:
+    full = run_cli("run", "--json", PROMPT)
+    compact = run_cli("run", "--json-compact", PROMPT)
+    assert compact.returncode == 0, compact.stderr
+    lines = [json.loads(line) for line in compact.stdout.splitlines()]
+    updates = [line for line in lines if line["type"] == "message_update"]
+    assert updates and all(set(line) == {"type", "assistantMessageEvent"} for line in updates)
+    assert all("partial" not in line["assistantMessageEvent"] for line in updates)
+    first_reply = next(
+        line["message"]
+        for line in lines
+        if line["type"] == "message_end" and line["message"]["role"] == "assistant"
+    )
+    text = "".join(
+        line["assistantMessageEvent"]["delta"]
+        for line in updates
+        if line["assistantMessageEvent"]["type"] == "text_delta"
+    )
+    assert text.startswith(next(b["text"] for b in first_reply["content"] if b["type"] == "text"))
+    others = [line for line in lines if line["type"] != "message_update"]
+    assert [line["type"] for line in others] == [
+        json.loads(line)["type"]
+        for line in full.stdout.splitlines()
+        if json.loads(line)["type"] != "message_update"
+    ]
+    assert len(compact.stdout) < len(full.stdout) / 2
 
 
 def test_json_prints_one_event_per_line() -> None:

@@ -142,6 +142,12 @@ def _agent_options() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print one JSON event per line instead of the live view"
     )
     group.add_argument(
+        "--json-compact",
+        action="store_true",
+        help="as --json, but message_update events carry only the stream event without its "
+        "partial message (the proxy's wire form): the message is in message_start / message_end",
+    )
+    group.add_argument(
         "-v",
         "--verbose",
         action="store_true",
@@ -233,7 +239,8 @@ def _settings(args: argparse.Namespace) -> AgentSettings:
         system=args.system,
         thinking=args.thinking,
         tool_execution=args.tool_execution,
-        json=args.json,
+        json=args.json or args.json_compact,
+        json_compact=args.json_compact,
     )
 
 

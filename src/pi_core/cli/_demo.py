@@ -30,7 +30,6 @@ from ..providers.faux import (
     faux_thinking,
     faux_tool_call,
 )
-from ._calc import CalculationError, calculate
 
 __all__ = ["DEMO_API", "DEMO_MODEL_ID", "DEMO_TOKENS_PER_SECOND", "DemoModel", "demo_reply"]
 
@@ -138,18 +137,11 @@ def _seconds(prompt: str) -> float:
 
 
 def _expression(prompt: str) -> str:
-    """The longest arithmetic in the prompt that evaluates, else a default."""
+    """The longest arithmetic in the prompt, as the user wrote it (``1/0`` too: the tool's
+    error is worth seeing), else a default."""
     candidates = [m.group().strip() for m in _ARITHMETIC.finditer(prompt)]
-    valid = [c for c in candidates if re.search(r"\d\s*[-+*/%]", c) and _evaluates(c)]
-    return max(valid, key=len, default=_DEFAULT_EXPRESSION)
-
-
-def _evaluates(expression: str) -> bool:
-    try:
-        calculate(expression)
-    except CalculationError:
-        return False
-    return True
+    arithmetic = [c for c in candidates if re.search(r"\d\s*[-+*/%]", c)]
+    return max(arithmetic, key=len, default=_DEFAULT_EXPRESSION)
 
 
 def _paths(prompt: str) -> list[str]:

@@ -11,9 +11,12 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Literal, TextIO
+from typing import TYPE_CHECKING, Literal, TextIO
 
 import attrs
+
+if TYPE_CHECKING:
+    from ..proxy._wire import WireEncoder
 
 from .._events import (
     AgentEvent,
@@ -119,12 +122,20 @@ class RunStats:
 
 
 class JsonRenderer:
-    """Writes each event as one line of JSON (:func:`pi_core.serialization.dumps`)."""
+    """Writes each event as one line of JSON (:func:`pi_core.serialization.dumps`).
 
-    def __init__(self, out: TextIO, notes: TextIO | None = None) -> None:
+    ``compact`` writes each ``message_update`` as ``{"type": "message_update",
+    "assistantMessageEvent": ...}`` with the stream event in the proxy's wire form (no
+    ``partial``), instead of the whole message twice: the message is in ``message_start`` and
+    ``message_end``.
+    """
+
+    def __init__(self, out: TextIO, notes: TextIO | None = None, *, compact: bool = False) -> None:
         self.out = out
         self.notes = notes if notes is not None else sys.stderr
         self.stats = RunStats()
+        self.compact = compact
+        self._wire: WireEncoder | None = None
 
     def __call__(self, event: AgentEvent, signal: AbortSignal) -> None:
         from ..serialization import dumps  # imported on use: cattrs hooks are built lazily
@@ -132,7 +143,16 @@ class JsonRenderer:
         if event.type == "agent_start":
             self.stats = RunStats()
         self.stats.observe(event, signal)
-        self.out.write(dumps(event) + "\n")
+        if self.compact and event.type == "message_start":
+            from ..proxy._wire import WireEncoder
+
+            self._wire = WireEncoder()  # one per message: it tracks the streamed tool calls
+        if self.compact and event.type == "message_update" and self._wire is not None:
+            for payload in self._wire.payloads(event.assistant_message_event):
+                line = {"type": "message_update", "assistantMessageEvent": payload}
+                self.out.write(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n")
+        else:
+            self.out.write(dumps(event) + "\n")
         self.out.flush()
 
     def note(self, text: str) -> None:

@@ -21,7 +21,7 @@ def make_renderer(
 ) -> JsonRenderer | LiveRenderer:
     """The renderer ``settings`` ask for, writing to ``out``."""
     if settings.json:
-        return JsonRenderer(out)
+        return JsonRenderer(out, compact=settings.json_compact)
     return LiveRenderer(out, Style(use_color(out)), echo_prompt=echo_prompt)
 
 

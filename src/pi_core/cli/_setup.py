@@ -65,6 +65,8 @@ class AgentSettings:
     thinking: ThinkingLevel = "off"
     tool_execution: ToolExecution = "parallel"
     json: bool = False
+    json_compact: bool = False
+    """With ``json``: message_update events in the proxy's compact form."""
 
 
 @attrs.frozen

@@ -148,7 +148,7 @@ class WireEncoder:
         Raises:
             ProxyError: the event contradicts its own ``partial`` (a provider bug).
         """
-        return b"".join(_line(payload) for payload in self._payloads(event))
+        return b"".join(_line(payload) for payload in self.payloads(event))
 
     def failure(self, error_message: str) -> bytes:
         """The terminal ``error`` line for a stream function that failed instead of ending
@@ -156,7 +156,8 @@ class WireEncoder:
         self.finished = True
         return _line(_error_payload("error", error_message, Usage()))
 
-    def _payloads(self, event: AssistantMessageEvent) -> list[dict[str, Any]]:
+    def payloads(self, event: AssistantMessageEvent) -> list[dict[str, Any]]:
+        """The JSON objects of ``event``'s line(s)."""
         if isinstance(event, StreamDone):
             self.finished = True
             return [{"type": "done", "reason": event.reason, "usage": _usage(event.message.usage)}]

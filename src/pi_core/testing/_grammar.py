@@ -29,10 +29,14 @@ def check_event_grammar(events: Sequence[AgentEvent]) -> None:
     order, and ``turn_end.tool_results`` are those messages. ``agent_end.messages`` are
     messages ended during the run, in order.
 
-    A run of the Agent that *failed* (SPEC §7) ends with the failure's own lifecycle
+    A run of the Agent that *failed* (a hook or a listener raised) ends with the failure's own lifecycle
     (``message_start``, ``message_end``, ``turn_end``, ``agent_end`` of one synthesized error
     message) wherever the failure struck: then the events before it need only be the start of
     a well-formed run.
+
+    "The same" message means the same object, or an equal one: events read back from JSON (say
+    ``pi-core run --json`` output through :func:`pi_core.serialization.loads`) have lost their
+    identity, and are checked by value.
 
     The error message names the index of the offending event, what was expected there and what
     was found.
@@ -54,14 +58,20 @@ def _ends_with_failure(events: Sequence[Any]) -> bool:
         and isinstance(failure, AssistantMessage)
         and failure.stop_reason in ("error", "aborted")
         and end.type == "message_end"
-        and end.message is failure
+        and _same(end.message, failure)
         and turn_end.type == "turn_end"
-        and turn_end.message is failure
+        and _same(turn_end.message, failure)
         and not turn_end.tool_results
         and agent_end.type == "agent_end"
         and len(agent_end.messages) == 1
-        and agent_end.messages[0] is failure
+        and _same(agent_end.messages[0], failure)
     )
+
+
+def _same(message: Any, other: Any) -> bool:
+    """The same message: the same object in a live run, an equal one in events read back from
+    JSON, where identity is lost."""
+    return message is other or message == other
 
 
 def _describe(event: Any) -> str:
@@ -145,7 +155,7 @@ class _Grammar:
     def on_turn_end(self, event: Any) -> None:
         turn = self.require_turn("turn_end")
         self.require_no_message("turn_end")
-        if turn.assistant is None or event.message is not turn.assistant:
+        if turn.assistant is None or not _same(event.message, turn.assistant):
             self.fail("turn_end carrying the turn's assistant message")
         for call_id in turn.calls:
             if call_id not in turn.started:
@@ -156,7 +166,7 @@ class _Grammar:
         if answered != turn.calls:
             self.fail(f"toolResult messages for {turn.calls} before turn_end, saw {answered}")
         if len(event.tool_results) != len(turn.results) or any(
-            given is not ended
+            not _same(given, ended)
             for given, ended in zip(event.tool_results, turn.results, strict=True)
         ):
             self.fail(f"turn_end.tool_results to be the turn's toolResult messages {answered}")
@@ -167,7 +177,7 @@ class _Grammar:
             self.fail("turn_end before agent_end")
         ended = iter(self.ended_messages)
         for message in event.messages:
-            if not any(message is candidate for candidate in ended):
+            if not any(_same(message, candidate) for candidate in ended):
                 self.fail("agent_end.messages to be messages ended in this run, in order")
 
     # --- messages -------------------------------------------------------------------------------
@@ -205,8 +215,8 @@ class _Grammar:
         message = event.message
         if getattr(message, "role", None) != getattr(opened, "role", None):
             self.fail(f"message_end of the open {opened.role} message")
-        if not isinstance(message, AssistantMessage) and message is not opened:
-            self.fail("message_end carrying the same object as its message_start")
+        if not isinstance(message, AssistantMessage) and not _same(message, opened):
+            self.fail("message_end carrying the same message as its message_start")
         self.open_message = None
         self.ended_messages.append(message)
         turn = self.turn
