@@ -51,7 +51,13 @@ def tests_other_pythons(session: nox.Session) -> None:
 def tests_lowest(session: nox.Session) -> None:
     """The suite against the lowest versions pyproject allows (uv's lowest-direct resolution)."""
     session.install(
-        "--resolution", "lowest-direct", "-e", ".[trio,server,testing,durable]", "pytest>=8.3"
+        "--resolution",
+        "lowest-direct",
+        "-e",
+        ".[trio,server,testing,durable,mcp,otel]",
+        "pytest>=8.3",
+        "mcp-server-time>=2026.10.19",
+        "opentelemetry-sdk>=1.28",
     )
     session.run("pytest", "-q", *session.posargs)
 

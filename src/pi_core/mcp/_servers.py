@@ -1,0 +1,104 @@
+"""Where an MCP server is and how to reach it: a child process over stdio, or streamable HTTP."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import attrs
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from .._exceptions import PiCoreError
+from ._http import open_http_client
+
+__all__ = ["HttpServer", "StdioServer", "ToolServerError", "describe", "open_session"]
+
+
+class ToolServerError(PiCoreError):
+    """Raised by :func:`~pi_core.mcp.mcp_tools` when an MCP server cannot be used.
+
+    The server could not be started, exited before it was ready, or did not answer ``initialize``
+    (and the tool listing) within the timeout. The message names the command line or the URL.
+    """
+
+
+@attrs.frozen
+class StdioServer:
+    """An MCP server started as a child process, spoken to over its stdin and stdout.
+
+    ``env`` is merged over the SDK's safe default environment (``HOME``, ``PATH``, ``USER`` and a
+    few others on POSIX): the child does not inherit the rest of this process's environment,
+    so pass what it needs (an API key, say) here. The process is stopped when the session ends.
+    """
+
+    command: str
+    args: Sequence[str] = attrs.field(default=(), converter=tuple)
+    env: Mapping[str, str] | None = attrs.field(default=None, kw_only=True)
+    cwd: str | Path | None = attrs.field(default=None, kw_only=True)
+
+
+@attrs.frozen
+class HttpServer:
+    """An MCP server reached over streamable HTTP at ``url``, with optional extra ``headers``."""
+
+    url: str
+    headers: Mapping[str, str] | None = attrs.field(default=None, kw_only=True)
+
+
+def describe(server: StdioServer | HttpServer | ClientSession) -> str:
+    """How error messages name a server: its command line, its URL, or the session."""
+    if isinstance(server, StdioServer):
+        return shlex.join([server.command, *server.args])
+    if isinstance(server, HttpServer):
+        return server.url
+    return "the MCP session"
+
+
+@asynccontextmanager
+async def open_session(server: StdioServer | HttpServer, timeout: float) -> AsyncIterator[Any]:
+    """Connect to ``server`` and initialize the session; yields the ``ClientSession``.
+
+    Raises:
+        ToolServerError: the server could not start, closed the connection before it was ready,
+            or did not answer ``initialize`` within ``timeout`` seconds.
+    """
+    async with AsyncExitStack() as stack:
+        try:
+            read, write = await stack.enter_async_context(_transport(server))
+            session = await stack.enter_async_context(ClientSession(read, write))
+            with anyio.fail_after(timeout):
+                await session.initialize()
+        except TimeoutError:
+            raise ToolServerError(
+                f"MCP server {describe(server)} did not answer initialize within {timeout:g} s"
+            ) from None
+        except Exception as exc:
+            raise ToolServerError(f"MCP server {describe(server)} failed to start: {exc}") from exc
+        yield session
+
+
+def _transport(server: StdioServer | HttpServer) -> Any:
+    if isinstance(server, StdioServer):
+        parameters = StdioServerParameters(
+            command=server.command,
+            args=list(server.args),
+            env=dict(server.env) if server.env is not None else None,
+            cwd=server.cwd,
+        )
+        return stdio_client(parameters)
+    headers = dict(server.headers) if server.headers is not None else None
+    return _http_transport(server.url, headers)
+
+
+@asynccontextmanager
+async def _http_transport(url: str, headers: dict[str, str] | None) -> AsyncIterator[Any]:
+    async with (
+        open_http_client(headers) as client,
+        streamable_http_client(url, http_client=client) as streams,
+    ):
+        yield streams
