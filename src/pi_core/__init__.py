@@ -85,6 +85,7 @@ from ._queue import QueueMode
 from ._registry import register_provider, stream_simple, unregister_provider
 from ._state import AgentState
 from ._tools import AgentTool, AgentToolResult, ToolExecutionMode, ToolUpdateCallback
+from ._tracer import RunTrace, RunTracer
 from ._validation import validate_tool_arguments
 from .nursery import AbortController, AbortSignal
 
@@ -127,6 +128,8 @@ __all__ = (
     "QueueMode",
     "RunError",
     "RunResult",
+    "RunTrace",
+    "RunTracer",
     "StopReason",
     "StreamDone",
     "StreamError",

@@ -51,6 +51,7 @@ from ._queue import MessageQueue, QueueMode, check_queue_mode
 from ._registry import stream_simple
 from ._state import AgentState
 from ._texts import exception_text
+from ._tracer import RunTracer
 from .nursery import AbortController, AbortSignal
 
 __all__ = ["Agent", "AgentListener"]
@@ -141,6 +142,7 @@ class Agent:
         thinking_budgets: Mapping[str, int] | None = None,
         options: StreamOptions | None = None,
         clock: Callable[[], int] = now_ms,
+        tracer: RunTracer | None = None,
     ) -> None:
         self._state = AgentState(system_prompt, model, thinking_level, tools, messages)
         # The hooks and tool settings live in a loop config: its validators check every value,
@@ -158,6 +160,7 @@ class Agent:
             should_stop_after_turn=should_stop_after_turn,
             tool_execution=tool_execution,
             max_parallel_tools=max_parallel_tools,
+            tracer=tracer,
         )
         self.session_id = session_id
         self.thinking_budgets = thinking_budgets
@@ -181,6 +184,7 @@ class Agent:
     should_stop_after_turn: _LoopSetting[ShouldStopAfterTurn | None] = _LoopSetting()
     tool_execution: _LoopSetting[ToolExecution] = _LoopSetting()
     max_parallel_tools: _LoopSetting[int | None] = _LoopSetting()
+    tracer: _LoopSetting[RunTracer | None] = _LoopSetting()
 
     # --- state ----------------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from ._log import TOOL, log_tool_failure
 from ._messages import AgentContext, AssistantMessage, TextContent, ToolCall, ToolResultMessage
 from ._texts import OPERATION_ABORTED, exception_text
 from ._tools import AgentTool, AgentToolResult
+from ._tracer import RunTrace
 from ._validation import validate_tool_arguments
 from .nursery import AbortSignal, Post, fan_out
 from .nursery._cancel import is_stray_cancellation
@@ -140,6 +141,18 @@ class _Prepared:
         self.post(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
 
 
+class _TracedPrepared(_Prepared):
+    """A prepared call of a traced run: the trace's tool scope is current while it runs."""
+
+    __slots__ = ()
+
+    async def __call__(self, post: Post[AgentEvent]) -> Outcome:
+        trace = self.batch._trace
+        assert trace is not None
+        with trace.tool_call(self.call):
+            return await super().__call__(post)
+
+
 class ToolBatch:
     """Runs the tool calls of one assistant message and returns their results in source order."""
 
@@ -155,6 +168,7 @@ class ToolBatch:
         "_signal",
         "_task_group",
         "_tools",
+        "_trace",
     )
 
     # A parallel batch's bookkeeping, set when its calls start, for ``_on_complete``.
@@ -173,6 +187,7 @@ class ToolBatch:
         signal: AbortSignal,
         abortable: bool,
         task_group: TaskGroup | None = None,
+        trace: RunTrace | None = None,
     ) -> None:
         self._config = config
         self._context = context
@@ -181,6 +196,7 @@ class ToolBatch:
         self._signal = signal
         self._abortable = abortable
         self._task_group = task_group
+        self._trace = trace
         self._tools: dict[str, AgentTool] = {}
         for tool in reversed(context.tools):  # the first tool of a name wins, as upstream
             self._tools[tool.name] = tool
@@ -301,7 +317,9 @@ class ToolBatch:
             return _aborted_outcome()
         if verdict is not None and verdict.block:
             return error_result(verdict.reason or "Tool execution was blocked"), True
-        return _Prepared(self, call, tool, args)
+        if self._trace is None:
+            return _Prepared(self, call, tool, args)
+        return _TracedPrepared(self, call, tool, args)
 
     def _aborted(self) -> bool:
         return self._signal.aborted

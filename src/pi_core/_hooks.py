@@ -25,6 +25,7 @@ from ._messages import (
 from ._options import StreamFn, StreamOptions
 from ._registry import stream_simple
 from ._tools import AgentToolResult
+from ._tracer import RunTracer
 from .nursery import AbortSignal
 
 __all__ = [
@@ -199,3 +200,5 @@ class AgentLoopConfig:
     An execution engine uses it to take what must be
     taken in a deterministic order, such as the ids of the steps the calls will run as.
     """
+    tracer: RunTracer | None = None
+    """Traces every run made with this config (see :mod:`pi_core.tracing`); ``None``: no cost."""

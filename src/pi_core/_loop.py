@@ -44,6 +44,7 @@ from ._messages import (
 )
 from ._options import StreamOptions, close_stream, open_stream
 from ._texts import NO_TERMINAL_EVENT, REQUEST_ABORTED, exception_text
+from ._tracer import RunTrace, RunTracer
 from .nursery import AbortSignal, EventStream, open_event_stream, unwrap_single_exception
 from .nursery._cancel import is_stray_cancellation
 
@@ -118,8 +119,26 @@ async def run_loop(
     """
     run = _Run(context, config, emit, signal, list(prompts))
     run.context.messages.extend(prompts)
-    await run.run(prompts)
+    if config.tracer is None:
+        await run.run(prompts)
+    else:
+        await _run_traced(run, config.tracer, prompts)
     return run.new_messages
+
+
+async def _run_traced(run: _Run, tracer: RunTracer, prompts: Sequence[AgentMessage]) -> None:
+    """Run inside the tracer's trace, which sees every event before it is emitted."""
+    trace = tracer.trace_run(run.model, run.signal)
+    emit = run.emit
+
+    def traced_emit(event: AgentEvent) -> Awaitable[None]:
+        trace.on_event(event)
+        return emit(event)
+
+    with trace:
+        run.trace = trace
+        run.emit = traced_emit
+        await run.run(prompts)
 
 
 def awaiting(emit: Emit) -> AwaitingEmit:
@@ -200,6 +219,7 @@ class _Run:
         "options",
         "signal",
         "task_group",
+        "trace",
     )
 
     def __init__(
@@ -225,6 +245,7 @@ class _Run:
             config.prepare_next_turn is not None or config.should_stop_after_turn is not None
         )
         self.task_group: TaskGroup | None = None
+        self.trace: RunTrace | None = None
 
     async def run(self, prompts: Sequence[AgentMessage]) -> None:
         """Emit the opening events (with the prompts, if any), then run the turns.
@@ -310,6 +331,7 @@ class _Run:
             signal=self.signal,
             abortable=self.abortable,
             task_group=self.task_group,
+            trace=self.trace,
         )
         results, terminate = await batch.run(calls)
         self.context.messages.extend(results)

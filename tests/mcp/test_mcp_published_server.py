@@ -9,13 +9,12 @@ from pathlib import Path
 
 import anyio
 import pytest
+from _mcp_support import DEADLINE
 
-from pi_core import AbortSignal, Agent, TextContent, ToolResultMessage
+from pi_core import AbortSignal, Agent, AgentToolResult, TextContent, ToolResultMessage
 from pi_core.mcp import StdioServer, mcp_tools
 from pi_core.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 from pi_core.testing import check_transcript
-
-from _mcp_support import DEADLINE
 
 pytestmark = pytest.mark.anyio
 
@@ -43,7 +42,11 @@ async def test_an_agent_asks_the_time_server_for_the_time_in_two_zones() -> None
                     faux_tool_call("time_get_current_time", {"timezone": "Asia/Tokyo"}, id="t1"),
                     faux_tool_call(
                         "time_convert_time",
-                        {"source_timezone": "UTC", "time": "12:00", "target_timezone": "Asia/Tokyo"},
+                        {
+                            "source_timezone": "UTC",
+                            "time": "12:00",
+                            "target_timezone": "Asia/Tokyo",
+                        },
                         id="t2",
                     ),
                     faux_tool_call("time_get_current_time", {"timezone": "Mars/Olympus"}, id="t3"),
@@ -60,7 +63,8 @@ async def test_an_agent_asks_the_time_server_for_the_time_in_two_zones() -> None
     results = {m.tool_call_id: m for m in agent.state.messages if isinstance(m, ToolResultMessage)}
     now = results["t1"].details
     assert now["timezone"] == "Asia/Tokyo"
-    assert datetime.fromisoformat(now["datetime"]).utcoffset().total_seconds() == 9 * 3600
+    offset = datetime.fromisoformat(now["datetime"]).utcoffset()
+    assert offset is not None and offset.total_seconds() == 9 * 3600
     assert results["t2"].details["target"]["datetime"].endswith("T21:00:00+09:00")
     assert results["t3"].is_error
     assert "Invalid timezone" in results["t3"].content[0].text  # type: ignore[union-attr]
@@ -73,6 +77,7 @@ async def test_the_time_server_runs_as_a_python_module_too() -> None:
         async with mcp_tools(module(), include=["get_current_time"]) as tools:
             [tool] = tools
             result = await tool.execute("a", {"timezone": "UTC"}, AbortSignal(), _ignore)
+    assert isinstance(result, AgentToolResult)
     assert tool.name == "get_current_time"
     assert "timezone" in tool.parameters["properties"]
     assert result.details["timezone"] == "UTC"

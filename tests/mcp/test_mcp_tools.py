@@ -11,9 +11,10 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from _mcp_support import DEADLINE, serve_test_server, stdio_server
 from mcp.client.streamable_http import streamable_http_client
 
+from mcp import ClientSession, StdioServerParameters, stdio_client
 from pi_core import (
     AbortSignal,
     Agent,
@@ -26,8 +27,6 @@ from pi_core import (
 from pi_core.mcp import HttpServer, StdioServer, ToolServerError, mcp_tools
 from pi_core.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 from pi_core.testing import check_event_grammar, check_transcript
-
-from _mcp_support import DEADLINE, serve_test_server, stdio_server
 
 pytestmark = [
     pytest.mark.anyio,

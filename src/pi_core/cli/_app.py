@@ -39,6 +39,7 @@ examples:
   pi-core run --provider openai --model gpt-4o-mini "What time is it?"
   pi-core run --model anthropic/claude-sonnet-4-5 --thinking low "What time is it?"
   pi-core chat
+  pi-core chat --mcp 'uvx mcp-server-time' --mcp-url http://127.0.0.1:8000/mcp
   PI_CORE_PROXY_TOKEN=secret pi-core serve-proxy --port 8787
   pi-core worker myapp.agents:agents --db sqlite:///runs.sqlite --executor-id w1
   pi-core runs start --db sqlite:///runs.sqlite --follow assistant "What is 2 + 3 * 4?"
@@ -136,6 +137,20 @@ def _agent_options() -> argparse.ArgumentParser:
         choices=("parallel", "sequential"),
         default="parallel",
         help="how a batch of tool calls runs (default: parallel)",
+    )
+    group.add_argument(
+        "--mcp",
+        metavar="'CMD ARGS...'",
+        action="append",
+        default=[],
+        help="start an MCP server (one quoted command line) and add its tools; repeatable",
+    )
+    group.add_argument(
+        "--mcp-url",
+        metavar="URL",
+        action="append",
+        default=[],
+        help="add the tools of a streamable-HTTP MCP server; repeatable",
     )
     _add_backend(group)
     group.add_argument(
@@ -241,6 +256,8 @@ def _settings(args: argparse.Namespace) -> AgentSettings:
         tool_execution=args.tool_execution,
         json=args.json or args.json_compact,
         json_compact=args.json_compact,
+        mcp=tuple(args.mcp),
+        mcp_urls=tuple(args.mcp_url),
     )
 
 

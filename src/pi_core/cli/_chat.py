@@ -27,6 +27,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from .._agent import Agent
 from .._messages import AgentMessage, UserMessage
 from ._interrupt import EXIT_ABORTED, EXIT_OK, open_interrupts
+from ._mcp import open_mcp_tools
 from ._render import JsonRenderer, LiveRenderer
 from ._run import make_renderer
 from ._setup import AgentSettings, build_agent
@@ -69,15 +70,16 @@ async def chat_command(
     stdin = stdin if stdin is not None else sys.stdin
     out = out if out is not None else sys.stdout
     interactive = stdin.isatty()
-    agent, description = build_agent(settings)
-    # When the input is a pipe nobody sees it typed, so the renderer shows each prompt.
-    renderer = make_renderer(settings, out, echo_prompt=not interactive)
-    agent.subscribe(renderer)
-    if isinstance(renderer, LiveRenderer):
-        renderer.header(description)
-        if interactive:
-            renderer.note(_HELP)
-    return await _ChatSession(agent, renderer, interactive).run(stdin)
+    async with open_mcp_tools(settings) as mcp_tools:
+        agent, description = build_agent(settings, extra_tools=mcp_tools)
+        # When the input is a pipe nobody sees it typed, so the renderer shows each prompt.
+        renderer = make_renderer(settings, out, echo_prompt=not interactive)
+        agent.subscribe(renderer)
+        if isinstance(renderer, LiveRenderer):
+            renderer.header(description)
+            if interactive:
+                renderer.note(_HELP)
+        return await _ChatSession(agent, renderer, interactive).run(stdin)
 
 
 class _ChatSession:

@@ -10,6 +10,7 @@ import anyio.abc
 
 from .._agent import Agent
 from ._interrupt import EXIT_ABORTED, EXIT_ERROR, EXIT_OK, open_interrupts
+from ._mcp import open_mcp_tools
 from ._render import JsonRenderer, LiveRenderer, RunStats, Style, use_color
 from ._setup import AgentSettings, build_agent
 
@@ -36,16 +37,17 @@ async def run_command(settings: AgentSettings, prompt: str, out: TextIO | None =
     The first Ctrl-C aborts the run (the close-out events are still rendered); a second one
     cancels it outright.
     """
-    agent, description = build_agent(settings)
-    renderer = make_renderer(settings, out if out is not None else sys.stdout)
-    agent.subscribe(renderer)
-    if isinstance(renderer, LiveRenderer):
-        renderer.header(description)
-    watcher = InterruptWatcher(agent, renderer)
-    async with anyio.create_task_group() as tg:
-        await tg.start(watcher.watch, tg.cancel_scope)
-        await agent.prompt(prompt)
-        tg.cancel_scope.cancel()
+    async with open_mcp_tools(settings) as mcp_tools:
+        agent, description = build_agent(settings, extra_tools=mcp_tools)
+        renderer = make_renderer(settings, out if out is not None else sys.stdout)
+        agent.subscribe(renderer)
+        if isinstance(renderer, LiveRenderer):
+            renderer.header(description)
+        watcher = InterruptWatcher(agent, renderer)
+        async with anyio.create_task_group() as tg:
+            await tg.start(watcher.watch, tg.cancel_scope)
+            await agent.prompt(prompt)
+            tg.cancel_scope.cancel()
     return EXIT_ABORTED if watcher.stopped else exit_code(renderer.stats)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Sequence
 from typing import Literal
 
 import attrs
@@ -13,6 +14,7 @@ from .._hooks import ToolExecution
 from .._messages import Model, ThinkingLevel
 from .._options import StreamFn, StreamOptions
 from ..models import ModelNotFoundError, api_key_env, get_model
+from .._tools import AgentTool
 from ._demo import DEMO_API, DEMO_MODEL_ID, DEMO_TOKENS_PER_SECOND, DemoModel
 from ._tools import make_demo_tools
 
@@ -67,6 +69,10 @@ class AgentSettings:
     json: bool = False
     json_compact: bool = False
     """With ``json``: message_update events in the proxy's compact form."""
+    mcp: tuple[str, ...] = ()
+    """Command lines of MCP servers to start (``--mcp``)."""
+    mcp_urls: tuple[str, ...] = ()
+    """URLs of streamable-HTTP MCP servers (``--mcp-url``)."""
 
 
 @attrs.frozen
@@ -79,14 +85,17 @@ class Connection:
     label: str
 
 
-def build_agent(settings: AgentSettings, root: str = ".") -> tuple[Agent, str]:
-    """The agent the settings describe, with the built-in tools, and a one-line description.
+def build_agent(
+    settings: AgentSettings, root: str = ".", extra_tools: Sequence[AgentTool] = ()
+) -> tuple[Agent, str]:
+    """The agent the settings describe, with the built-in tools (then ``extra_tools``), and a
+    one-line description.
 
     Raises:
         UsageError: the provider cannot be used as configured (no model, no key …).
     """
     connection = connect(settings)
-    tools = make_demo_tools(root)
+    tools = [*make_demo_tools(root), *extra_tools]
     agent = Agent(
         system_prompt=settings.system if settings.system is not None else DEFAULT_SYSTEM_PROMPT,
         model=connection.model,

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 
 import anyio
 import mcp.types as mcp_types
+
 from mcp import ClientSession
 
 from .._tools import AgentTool
@@ -24,7 +25,7 @@ async def mcp_tools(
     prefix: str | None = None,
     include: Iterable[str] | None = None,
     exclude: Iterable[str] | None = None,
-    timeout: float = 30.0,
+    timeout: float = 30.0,  # noqa: ASYNC109  # bounds the server's startup, not the block
 ) -> AsyncIterator[list[AgentTool]]:
     """``async with mcp_tools(server) as tools``: the server's tools, usable inside the block.
 
@@ -58,15 +59,15 @@ async def _tools_of(
     prefix: str | None,
     include: Iterable[str] | None,
     exclude: Iterable[str] | None,
-    timeout: float,
+    seconds: float,
 ) -> list[AgentTool]:
     name = describe(server)
     try:
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(seconds):
             listed = await _list_all(session)
     except TimeoutError:
         raise ToolServerError(
-            f"MCP server {name} did not list its tools within {timeout:g} s"
+            f"MCP server {name} did not list its tools within {seconds:g} s"
         ) from None
     except Exception as exc:
         raise ToolServerError(f"MCP server {name} failed to list its tools: {exc}") from exc

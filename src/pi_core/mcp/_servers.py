@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import attrs
-from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+
+from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from .._exceptions import PiCoreError
 from ._http import open_http_client
@@ -27,6 +28,10 @@ class ToolServerError(PiCoreError):
     """
 
 
+def _str_tuple(args: Iterable[str]) -> tuple[str, ...]:
+    return tuple(args)
+
+
 @attrs.frozen
 class StdioServer:
     """An MCP server started as a child process, spoken to over its stdin and stdout.
@@ -37,7 +42,7 @@ class StdioServer:
     """
 
     command: str
-    args: Sequence[str] = attrs.field(default=(), converter=tuple)
+    args: tuple[str, ...] = attrs.field(default=(), converter=_str_tuple)
     env: Mapping[str, str] | None = attrs.field(default=None, kw_only=True)
     cwd: str | Path | None = attrs.field(default=None, kw_only=True)
 
@@ -60,22 +65,22 @@ def describe(server: StdioServer | HttpServer | ClientSession) -> str:
 
 
 @asynccontextmanager
-async def open_session(server: StdioServer | HttpServer, timeout: float) -> AsyncIterator[Any]:
+async def open_session(server: StdioServer | HttpServer, seconds: float) -> AsyncIterator[Any]:
     """Connect to ``server`` and initialize the session; yields the ``ClientSession``.
 
     Raises:
         ToolServerError: the server could not start, closed the connection before it was ready,
-            or did not answer ``initialize`` within ``timeout`` seconds.
+            or did not answer ``initialize`` within ``seconds``.
     """
     async with AsyncExitStack() as stack:
         try:
             read, write = await stack.enter_async_context(_transport(server))
             session = await stack.enter_async_context(ClientSession(read, write))
-            with anyio.fail_after(timeout):
+            with anyio.fail_after(seconds):
                 await session.initialize()
         except TimeoutError:
             raise ToolServerError(
-                f"MCP server {describe(server)} did not answer initialize within {timeout:g} s"
+                f"MCP server {describe(server)} did not answer initialize within {seconds:g} s"
             ) from None
         except Exception as exc:
             raise ToolServerError(f"MCP server {describe(server)} failed to start: {exc}") from exc

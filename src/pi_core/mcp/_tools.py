@@ -6,8 +6,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import mcp.types as mcp_types
-from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
+
+from mcp import ClientSession
 
 from .._messages import ImageContent, TextContent
 from .._tools import AgentTool, AgentToolResult, ToolUpdateCallback
