@@ -13,8 +13,8 @@ from .._agent import Agent
 from .._hooks import ToolExecution
 from .._messages import Model, ThinkingLevel
 from .._options import StreamFn, StreamOptions
-from ..models import ModelNotFoundError, api_key_env, get_model
 from .._tools import AgentTool
+from ..models import ModelNotFoundError, api_key_env, get_model
 from ._demo import DEMO_API, DEMO_MODEL_ID, DEMO_TOKENS_PER_SECOND, DemoModel
 from ._tools import make_demo_tools
 
