@@ -37,12 +37,13 @@ from ._messages import (
     AgentMessage,
     AssistantMessage,
     Context,
+    Model,
     StopReason,
     ToolCall,
     ToolResultMessage,
     failed_reply,
 )
-from ._options import StreamOptions, close_stream, open_stream
+from ._options import StreamFn, StreamOptions, close_stream, open_stream
 from ._texts import NO_TERMINAL_EVENT, REQUEST_ABORTED, exception_text
 from ._tracer import RunTrace, RunTracer
 from .nursery import AbortSignal, EventStream, open_event_stream, unwrap_single_exception
@@ -138,7 +139,25 @@ async def _run_traced(run: _Run, tracer: RunTracer, prompts: Sequence[AgentMessa
     with trace:
         run.trace = trace
         run.emit = traced_emit
+        run.config = attrs.evolve(run.config, stream_fn=_traced_stream(run.config.stream_fn, trace))
         await run.run(prompts)
+
+
+def _traced_stream(stream_fn: StreamFn, trace: RunTrace) -> StreamFn:
+    """``stream_fn`` inside the trace's model-call scope, for the call and all its events."""
+
+    async def traced(
+        model: Model, context: Context, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        with trace.model_call(model, context):
+            iterator = await open_stream(stream_fn, model, context, options)
+            try:
+                async for event in iterator:
+                    yield event
+            finally:
+                await close_stream(iterator)
+
+    return traced
 
 
 def awaiting(emit: Emit) -> AwaitingEmit:

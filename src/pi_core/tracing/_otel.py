@@ -137,7 +137,7 @@ class _RunTrace:
             f"chat {model.id}", self._context, kind=SpanKind.CLIENT, attributes=attributes
         )
         self._chat = span
-        return _ModelCall(self, span)
+        return _ModelCall(span)
 
     def _end_chat(self, message: AssistantMessage) -> None:
         self._last_reply = message
@@ -161,13 +161,6 @@ class _RunTrace:
         if message.stop_reason == "error":
             _set_error(span, message.error_message or "error")
         span.end()
-
-    def _fail_chat(self, exc: Exception) -> None:
-        span = self._chat
-        if span is not None:
-            self._chat = None
-            _fail(span, exc)
-            span.end()
 
     # --- tool calls -----------------------------------------------------------------------------
 
@@ -204,19 +197,16 @@ class _RunTrace:
 
 
 class _ModelCall(_Current):
-    """The ``chat`` span's scope; a call that raises ends the span with the error."""
+    """The ``chat`` span's scope; it records what a failing stream function raised (the reply's
+    ``message_end``, which follows, ends the span)."""
 
-    __slots__ = ("_trace",)
-
-    def __init__(self, run_trace: _RunTrace, span: Span) -> None:
-        super().__init__(span)
-        self._trace = run_trace
+    __slots__ = ()
 
     def __exit__(self, *exc_info: object) -> None:
         super().__exit__()
         exc = exc_info[1] if len(exc_info) > 1 else None
-        if isinstance(exc, Exception):
-            self._trace._fail_chat(exc)
+        if isinstance(exc, Exception) and self._span is not None:
+            self._span.record_exception(exc)
 
 
 def _set_error(span: Span, description: str) -> None:
