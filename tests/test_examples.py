@@ -116,3 +116,13 @@ def test_durable_worker() -> None:
     assert "tool_execution_end" in types
     assert "[result] 6 times 7 is 42.0." in out
     assert out.rstrip().endswith("[status] success")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_mcp_tools(backend: str) -> None:
+    out = run_example("mcp_tools.py", backend)
+    assert "[tools] time_get_current_time, time_convert_time" in out
+    assert "[tool] time_get_current_time -> {'timezone': 'Asia/Tokyo'," in out
+    assert "'target': {'timezone': 'Europe/Paris', 'datetime': '" in out
+    assert "T10:30:00+01:00'" in out or "T11:30:00+02:00'" in out  # Paris in winter or summer
+    assert out.rstrip().endswith("[answer] Tokyo is nine hours ahead of UTC.")
