@@ -5,14 +5,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 
-import anyio
 import mcp.types as mcp_types
 
 from mcp import ClientSession
 
 from .._tools import AgentTool
 from ..nursery import unwrap_single_exception
-from ._servers import HttpServer, StdioServer, ToolServerError, describe, open_session
+from ._servers import HttpServer, StdioServer, describe, open_session, startup_step
 from ._tools import agent_tool, select_tools
 
 __all__ = ["mcp_tools"]
@@ -25,7 +24,7 @@ async def mcp_tools(
     prefix: str | None = None,
     include: Iterable[str] | None = None,
     exclude: Iterable[str] | None = None,
-    timeout: float = 30.0,  # noqa: ASYNC109  # bounds the server's startup, not the block
+    timeout: float = 30.0,  # bounds the server's startup, not the block
 ) -> AsyncIterator[list[AgentTool]]:
     """``async with mcp_tools(server) as tools``: the server's tools, usable inside the block.
 
@@ -62,15 +61,8 @@ async def _tools_of(
     seconds: float,
 ) -> list[AgentTool]:
     name = describe(server)
-    try:
-        with anyio.fail_after(seconds):
-            listed = await _list_all(session)
-    except TimeoutError:
-        raise ToolServerError(
-            f"MCP server {name} did not list its tools within {seconds:g} s"
-        ) from None
-    except Exception as exc:
-        raise ToolServerError(f"MCP server {name} failed to list its tools: {exc}") from exc
+    with startup_step(name, "list its tools", seconds):
+        listed = await _list_all(session)
     selected = select_tools(listed, include, exclude)
     return [agent_tool(session, tool, prefix or "", name) for tool in selected]
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import AsyncIterator, Iterable, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,14 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from .._exceptions import PiCoreError
 from ._http import open_http_client
 
-__all__ = ["HttpServer", "StdioServer", "ToolServerError", "describe", "open_session"]
+__all__ = [
+    "HttpServer",
+    "StdioServer",
+    "ToolServerError",
+    "describe",
+    "open_session",
+    "startup_step",
+]
 
 
 class ToolServerError(PiCoreError):
@@ -72,19 +79,30 @@ async def open_session(server: StdioServer | HttpServer, seconds: float) -> Asyn
         ToolServerError: the server could not start, closed the connection before it was ready,
             or did not answer ``initialize`` within ``seconds``.
     """
+    name = describe(server)
     async with AsyncExitStack() as stack:
-        try:
+        with startup_step(name, "start"):
             read, write = await stack.enter_async_context(_transport(server))
             session = await stack.enter_async_context(ClientSession(read, write))
-            with anyio.fail_after(seconds):
-                await session.initialize()
-        except TimeoutError:
-            raise ToolServerError(
-                f"MCP server {describe(server)} did not answer initialize within {seconds:g} s"
-            ) from None
-        except Exception as exc:
-            raise ToolServerError(f"MCP server {describe(server)} failed to start: {exc}") from exc
+        with startup_step(name, "answer initialize", seconds):
+            await session.initialize()
         yield session
+
+
+@contextmanager
+def startup_step(name: str, step: str, seconds: float | None = None) -> Iterator[None]:
+    """A step of a server's start, bounded by ``seconds``.
+
+    Raises:
+        ToolServerError: the step failed or timed out; the message names the server and the step.
+    """
+    try:
+        with anyio.fail_after(seconds):
+            yield
+    except TimeoutError:
+        raise ToolServerError(f"MCP server {name} did not {step} within {seconds:g} s") from None
+    except Exception as exc:
+        raise ToolServerError(f"MCP server {name} failed to {step}: {exc}") from exc
 
 
 def _transport(server: StdioServer | HttpServer) -> Any:
