@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -96,8 +96,11 @@ def startup_step(name: str, step: str, seconds: float | None = None) -> Iterator
     Raises:
         ToolServerError: the step failed or timed out; the message names the server and the step.
     """
+    # Without a bound, no cancel scope: a step that enters the transport's task groups must not
+    # open a scope that would close before them.
+    bound = anyio.fail_after(seconds) if seconds is not None else nullcontext()
     try:
-        with anyio.fail_after(seconds):
+        with bound:
             yield
     except TimeoutError:
         raise ToolServerError(f"MCP server {name} did not {step} within {seconds:g} s") from None
