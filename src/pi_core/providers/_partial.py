@@ -57,9 +57,11 @@ def parse_partial_json(text: str, previous: dict[str, Any]) -> dict[str, Any]:
 def parse_final_json(text: str) -> dict[str, Any]:
     """The arguments of a finished tool call.
 
-    Invalid or truncated JSON (a reply cut off by ``max_tokens``) keeps only the values that are
-    complete: a string cut in the middle is dropped rather than handed to a tool, where a
-    truncated path or command could do harm. Anything that is not an object gives ``{}``.
+    JSON that is whole but not quite valid (a raw newline or tab inside a string, an invalid
+    escape such as ``\\d``) is repaired (json-repair) into the values the model meant.
+    Truncated JSON (a reply cut off by ``max_tokens``) keeps only the values that are complete:
+    a string cut in the middle is dropped rather than handed to a tool, where a truncated path
+    or command could do harm. Anything that is not an object gives ``{}``.
     """
     if not text.strip():
         return {}
@@ -67,11 +69,43 @@ def parse_final_json(text: str) -> dict[str, Any]:
     try:
         value = jiter.from_json(data)
     except ValueError:
-        try:
-            value = jiter.from_json(data, partial_mode="on")
-        except ValueError:
-            return {}
+        value = _repaired(text) if _is_whole(text) else _complete_values(data)
     return value if isinstance(value, dict) else {}
+
+
+def _repaired(text: str) -> object:
+    import json_repair  # only for the rare arguments that need it
+
+    return json_repair.loads(text)
+
+
+def _complete_values(data: bytes) -> object:
+    try:
+        return jiter.from_json(data, partial_mode="on")
+    except ValueError:
+        return {}
+
+
+def _is_whole(text: str) -> bool:
+    """True when ``text`` ends outside any string and closes every object and array it opens:
+    its flaws, if any, are inside (repairable), not a missing end (a truncated reply)."""
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+    return depth == 0 and not in_string
 
 
 class PartialMessage:
@@ -81,12 +115,14 @@ class PartialMessage:
     consumers that keep a partial snapshot copy it.
     """
 
-    __slots__ = ("_json", "_open", "message")
+    __slots__ = ("_held", "_json", "_open", "message")
 
     def __init__(self, model: Model) -> None:
         self.message = AssistantMessage([], model.api, model.provider, model.id)
         self._open: set[int] = set()
         self._json: dict[int, str] = {}
+        self._held: dict[int, str] = {}
+        """A block's last high surrogate, held back until its low half arrives."""
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -128,6 +164,7 @@ class PartialMessage:
         """Append ``delta`` to the text block at ``index``."""
         block = self.message.content[index]
         assert isinstance(block, TextContent)
+        delta = self._whole_characters(index, delta)
         block.text += delta
         return TextDelta(index, delta, self.message)
 
@@ -142,8 +179,24 @@ class PartialMessage:
         """Append ``delta`` to the thinking block at ``index``."""
         block = self.message.content[index]
         assert isinstance(block, ThinkingContent)
+        delta = self._whole_characters(index, delta)
         block.thinking += delta
         return ThinkingDelta(index, delta, self.message)
+
+    def _whole_characters(self, index: int, delta: str) -> str:
+        """``delta`` without a split UTF-16 surrogate pair: a trailing high surrogate waits for
+        the next delta of the block, and the two halves become the one character they encode.
+        (A server that cuts ``\\ud83d\\ude00`` between two JSON strings sends lone halves,
+        which no UTF-8 encoder takes.)"""
+        held = self._held.pop(index, None)
+        if delta and "\ud800" <= delta[-1] <= "\udbff":
+            self._held[index] = delta[-1]
+            delta = delta[:-1]
+        if held is not None:  # pair the halves; a half without its partner becomes U+FFFD
+            delta = (
+                (held + delta).encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+            )
+        return delta
 
     def add_thinking_signature(self, index: int, fragment: str) -> None:
         """Append to the signature of the thinking block at ``index`` (no event: it is opaque)."""
@@ -195,6 +248,7 @@ class PartialMessage:
         if index not in self._open:
             return None
         self._open.discard(index)
+        self._held.pop(index, None)  # half a character that never got its other half
         block = self.message.content[index]
         if isinstance(block, TextContent):
             return TextEnd(index, block.text, self.message)

@@ -24,13 +24,20 @@ llama.cpp) still need some value, as their own docs suggest (e.g. ``api_key="oll
 Mapping:
 
 * Text deltas (``delta.content``) become text blocks; reasoning deltas (``delta.reasoning_content``
-  as vLLM, DeepSeek and llama.cpp send it, or ``delta.reasoning``) become thinking blocks whose
-  ``thinking_signature`` records the field name, so the reasoning can be sent back the same way.
+  as vLLM, DeepSeek and llama.cpp send it, ``delta.reasoning`` or ``delta.reasoning_text``; the
+  first of them with text, as some servers send the same text under two names) become thinking
+  blocks whose ``thinking_signature`` records the field name, so the reasoning can be sent back
+  the same way.
 * Tool calls stream their arguments as JSON fragments: each fragment is a ``toolcall_delta`` and
   the partial message's ``arguments`` hold what is parseable so far.
 * ``finish_reason``: ``stop`` → stop, ``length`` → length, ``tool_calls`` / ``function_call`` →
-  toolUse, ``content_filter`` → a ``StreamError``. Usage comes from the last chunk
-  (``stream_options.include_usage``); cached prompt tokens count as cache reads.
+  toolUse; ``content_filter``, ``network_error``, ``error`` and unknown reasons that name a
+  failure (``…error``, ``…timeout`` …) → a ``StreamError`` naming the reason; other unknown
+  reasons (``eos`` of some local servers) → stop.
+* Usage comes from the last chunk (``stream_options.include_usage``), or from
+  ``choices[0].usage`` where a server puts it there (Moonshot). Cached prompt tokens count as
+  cache reads (``prompt_tokens_details.cached_tokens``, DeepSeek's ``prompt_cache_hit_tokens``),
+  OpenRouter's ``cache_write_tokens`` as cache writes.
 * The request follows the server's dialect, a :class:`~pi_core.ModelCompat` detected from
   ``model.base_url`` and overridden field by field by ``model.compat``: api.openai.com gets
   ``max_completion_tokens``, ``store: false``, the ``developer`` role for reasoning models and
@@ -75,14 +82,19 @@ API = "openai-completions"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ENV_API_KEY = "OPENAI_API_KEY"
 
-_REASONING_FIELDS = ("reasoning_content", "reasoning")
+_REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 _STOP_REASONS: dict[str, StopReason] = {
     "stop": "stop",
+    "end": "stop",
     "length": "length",
     "tool_calls": "toolUse",
     "function_call": "toolUse",
     "content_filter": "error",
+    "network_error": "error",
+    "error": "error",
 }
+_FAILED_REASON_WORDS = ("error", "fail", "abort", "cancel", "timeout")
+"""Unknown finish reasons containing one of these mean the reply failed."""
 
 
 def stream_openai(
@@ -191,9 +203,13 @@ class _ChunkMapper:
         if not choices:
             return
         choice = choices[0]
+        if not isinstance(chunk.get("usage"), dict) and isinstance(choice.get("usage"), dict):
+            self._partial.set_usage(_usage(self._model, choice["usage"]))  # Moonshot's place
         delta = choice.get("delta") or {}
-        for field in _REASONING_FIELDS:
-            yield from self._thinking(delta.get(field), field)
+        # Some servers send the same reasoning under two names: the first one with text counts.
+        field = next((name for name in _REASONING_FIELDS if delta.get(name)), None)
+        if field is not None:
+            yield from self._thinking(delta[field], field)
         yield from self._text(delta.get("content"))
         for call in delta.get("tool_calls") or ():
             yield from self._tool_call(call)
@@ -221,8 +237,7 @@ class _ChunkMapper:
 
     def _set_stop_reason(self, reason: str) -> None:
         message = self._partial.message
-        # Unknown reasons from compatible servers ("eos", ...) read as a normal stop.
-        message.stop_reason = _STOP_REASONS.get(reason, "stop")
+        message.stop_reason = _stop_reason(reason)
         if message.stop_reason == "error":
             message.error_message = f"The provider stopped the response (finish_reason: {reason})"
 
@@ -276,16 +291,40 @@ class _ChunkMapper:
                 yield delta
 
 
+def _stop_reason(reason: str) -> StopReason:
+    """The stop reason for a ``finish_reason``: known ones mapped, unknown ones naming a failure
+    (``network_error``, ``upstream_error``, ``timeout`` …) an error, other unknown ones (``eos``
+    and such from local servers) a normal stop."""
+    known = _STOP_REASONS.get(reason)
+    if known is not None:
+        return known
+    lowered = reason.lower()
+    return "error" if any(word in lowered for word in _FAILED_REASON_WORDS) else "stop"
+
+
 def _usage(model: Model, usage: dict[str, Any]) -> Usage:
-    # prompt_tokens includes the cached ones; completion_tokens includes reasoning tokens.
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    """Token counts in every dialect: OpenAI's ``prompt_tokens_details.cached_tokens``,
+    DeepSeek's ``prompt_cache_hit_tokens``, OpenRouter's ``cache_write_tokens`` (which some
+    servers also count in ``cached_tokens``). ``prompt_tokens`` includes the cached and written
+    tokens; ``completion_tokens`` includes the reasoning tokens."""
+    details = usage.get("prompt_tokens_details") or {}
+    reported = _count(details.get("cached_tokens"))
+    if reported is None:
+        reported = _count(usage.get("prompt_cache_hit_tokens")) or 0
+    cache_write = _count(details.get("cache_write_tokens")) or 0
+    cache_read = max(0, reported - cache_write) if cache_write else reported
+    prompt = _count(usage.get("prompt_tokens")) or 0
     return make_usage(
         model,
-        input=max(0, (usage.get("prompt_tokens") or 0) - cached),
-        output=usage.get("completion_tokens") or 0,
-        cache_read=cached,
-        cache_write=0,
+        input=max(0, prompt - cache_read - cache_write),
+        output=_count(usage.get("completion_tokens")) or 0,
+        cache_read=cache_read,
+        cache_write=cache_write,
     )
+
+
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _new_call_id() -> str:
