@@ -232,11 +232,13 @@ async def test_request_url_headers_and_body() -> None:
             {
                 "name": "echo",
                 "description": "Echo it.",
+                "eager_input_streaming": True,
                 "input_schema": {
                     "type": "object",
                     "properties": {"text": {"type": "string"}},
                     "required": ["text"],
                 },
+                "cache_control": cache,
             }
         ],
         "temperature": 0.5,

@@ -41,13 +41,20 @@ def cache_control(model: Model, retention: CacheRetention | None) -> Wire | None
     """The ``cache_control`` marker for the prompt cache (``None`` for retention ``"none"``).
 
     Caching is on by default (``"short"``, five minutes) as upstream; ``"long"`` asks for one hour
-    where the API offers it (api.anthropic.com).
+    where the server offers it: ``model.compat.supports_long_cache_retention`` when set, else
+    api.anthropic.com.
     """
     if retention == "none":
         return None
-    if retention == "long" and "api.anthropic.com" in (model.base_url or "api.anthropic.com"):
+    if retention == "long" and _long_retention(model):
         return {"type": "ephemeral", "ttl": "1h"}
     return {"type": "ephemeral"}
+
+
+def _long_retention(model: Model) -> bool:
+    if model.compat is not None and model.compat.supports_long_cache_retention is not None:
+        return model.compat.supports_long_cache_retention
+    return "api.anthropic.com" in (model.base_url or "api.anthropic.com")
 
 
 def convert_system(system_prompt: str | None, cache: Wire | None) -> list[Wire] | None:
@@ -60,16 +67,25 @@ def convert_system(system_prompt: str | None, cache: Wire | None) -> list[Wire] 
     return [block]
 
 
-def convert_tools(tools: list[Tool]) -> list[Wire]:
-    """Tools with their JSON Schema as ``input_schema`` (which must be of type object)."""
-    return [
-        {
-            "name": tool.name,
-            "description": tool.description,
-            "input_schema": {"type": "object", **tool.parameters},
-        }
-        for tool in tools
-    ]
+def convert_tools(
+    tools: list[Tool], *, eager: bool = True, cache: Wire | None = None
+) -> list[Wire]:
+    """Tools with their JSON Schema as ``input_schema`` (which must be of type object).
+
+    ``eager`` asks the API to stream each call's arguments as they are written
+    (``eager_input_streaming``) rather than in one piece at the end; ``cache`` marks the last
+    tool, so the tool definitions are cached with the system prompt.
+    """
+    wire: list[Wire] = []
+    for tool in tools:
+        item: Wire = {"name": tool.name, "description": tool.description}
+        if eager:
+            item["eager_input_streaming"] = True
+        item["input_schema"] = {"type": "object", **tool.parameters}
+        wire.append(item)
+    if cache is not None and wire:
+        wire[-1]["cache_control"] = cache
+    return wire
 
 
 def convert_messages(model: Model, context: Context, cache: Wire | None) -> list[Wire]:

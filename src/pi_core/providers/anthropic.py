@@ -29,19 +29,27 @@ Mapping:
 * ``stop_reason``: ``end_turn`` / ``stop_sequence`` / ``pause_turn`` → stop, ``max_tokens`` /
   ``model_context_window_exceeded`` → length, ``tool_use`` → toolUse, ``refusal`` → a
   ``StreamError``. An ``error`` event mid-stream (``overloaded_error`` …) is a ``StreamError``.
-* Thinking: when ``model.reasoning`` and ``options.reasoning`` is a level, extended thinking is
-  enabled with that level's budget (:data:`DEFAULT_THINKING_BUDGETS`, overridden per level by
-  ``options.thinking_budgets``); ``max_tokens`` grows by the budget (capped at
-  ``model.max_tokens``), and ``temperature`` is not sent since the API refuses it with thinking.
+* Thinking, for a ``model.reasoning`` model: with ``options.reasoning`` a level, Opus and Sonnet
+  4.6 and later think adaptively (``thinking: {type: "adaptive"}`` and ``output_config.effort``
+  low / medium / high), older models with that level's token budget
+  (:data:`DEFAULT_THINKING_BUDGETS`, overridden per level by ``options.thinking_budgets``;
+  ``max_tokens`` grows by the budget, capped at ``model.max_tokens``) and the
+  ``interleaved-thinking-2025-05-14`` beta header, so they may think between tool calls. With
+  no level (or ``"off"``) thinking is sent as ``{type: "disabled"}``. ``temperature`` is sent
+  only without thinking, which the API requires.
+* Tools stream their arguments as they are written (``eager_input_streaming``; a server whose
+  ``model.compat.supports_eager_tool_input_streaming`` is false gets the fine-grained tool
+  streaming beta header instead).
 * ``max_tokens`` (required by the API): ``options.max_tokens``, else ``model.max_tokens`` capped
   at 32000, else 4096.
-* Prompt caching follows ``options.cache_retention`` (default ``"short"``): the system prompt and
-  the last user block carry ``cache_control``.
+* Prompt caching follows ``options.cache_retention`` (default ``"short"``): the system prompt,
+  the last tool and the last user block carry ``cache_control``.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -72,6 +80,7 @@ __all__ = [
     "stream_anthropic",
     "thinking_settings",
     "unregister",
+    "uses_adaptive_thinking",
 ]
 
 API = "anthropic-messages"
@@ -88,6 +97,11 @@ DEFAULT_THINKING_BUDGETS: Mapping[str, int] = {
 }
 """Thinking tokens per level; ``options.thinking_budgets`` overrides single levels."""
 
+FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"
+INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
+
+_ADAPTIVE_MODEL = re.compile(r"(opus|sonnet)-(\d+)[.-](\d{1,2})(?!\d)")
+_EFFORTS = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
 _DEFAULT_MAX_TOKENS = 4096
 _MAX_TOKENS_CAP = 32000
 _MIN_OUTPUT_TOKENS = 1024
@@ -149,16 +163,16 @@ def unregister() -> None:
 def _build_request(model: Model, context: Context, options: StreamOptions) -> RequestSpec:
     """The Messages request for ``context``; :class:`StreamFailure` without an API key."""
     api_key = require_api_key(model, options, ENV_API_KEY)
-    headers = merge_headers(
-        {
-            "x-api-key": api_key,
-            "anthropic-version": ANTHROPIC_VERSION,
-            "Content-Type": "application/json",
-            "Accept": "text/event-stream",
-        },
-        model.headers,
-        options.headers,
-    )
+    fixed = {
+        "x-api-key": api_key,
+        "anthropic-version": ANTHROPIC_VERSION,
+        "Content-Type": "application/json",
+        "Accept": "text/event-stream",
+    }
+    betas = _betas(model, context, options)
+    if betas:
+        fixed["anthropic-beta"] = ",".join(betas)
+    headers = merge_headers(fixed, model.headers, options.headers)
     return RequestSpec(_messages_url(model), headers, _body(model, context, options))
 
 
@@ -167,17 +181,39 @@ def _messages_url(model: Model) -> str:
     return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
 
 
+def _thinking_on(model: Model, options: StreamOptions) -> bool:
+    return model.reasoning and options.reasoning not in (None, "off")
+
+
+def uses_adaptive_thinking(model: Model) -> bool:
+    """True for the models that think adaptively with an effort level (Opus and Sonnet 4.6 and
+    later) rather than with a token budget."""
+    match = _ADAPTIVE_MODEL.search(model.id)
+    return match is not None and (int(match[2]), int(match[3])) >= (4, 6)
+
+
+def _betas(model: Model, context: Context, options: StreamOptions) -> list[str]:
+    betas: list[str] = []
+    compat = model.compat
+    if context.tools and compat is not None and compat.supports_eager_tool_input_streaming is False:
+        betas.append(FINE_GRAINED_TOOL_STREAMING_BETA)
+    if _thinking_on(model, options) and not uses_adaptive_thinking(model):
+        betas.append(INTERLEAVED_THINKING_BETA)  # adaptive models interleave without it
+    return betas
+
+
 def thinking_settings(model: Model, options: StreamOptions) -> tuple[int, int | None]:
     """``(max_tokens, thinking budget or None)`` for this call.
 
     The budget is added on top of the answer's tokens, capped at ``model.max_tokens``; when the
     cap leaves no room, the budget shrinks to keep 1024 tokens for the answer (as upstream).
+    Models that think adaptively (:func:`uses_adaptive_thinking`) take no budget.
     """
     base = options.max_tokens or (
         min(model.max_tokens, _MAX_TOKENS_CAP) if model.max_tokens else _DEFAULT_MAX_TOKENS
     )
     level = options.reasoning
-    if not model.reasoning or level is None or level == "off":
+    if level is None or not _thinking_on(model, options) or uses_adaptive_thinking(model):
         return base, None
     budgets = {**DEFAULT_THINKING_BUDGETS, **(options.thinking_budgets or {})}
     budget = budgets.get(level, DEFAULT_THINKING_BUDGETS["medium"])
@@ -202,12 +238,28 @@ def _body(model: Model, context: Context, options: StreamOptions) -> dict[str, A
     if system is not None:
         body["system"] = system
     if context.tools:
-        body["tools"] = convert_tools(context.tools)
-    if budget is not None:
-        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
-    elif options.temperature is not None:
-        body["temperature"] = options.temperature
+        eager = (
+            model.compat is None or model.compat.supports_eager_tool_input_streaming is not False
+        )
+        body["tools"] = convert_tools(context.tools, eager=eager, cache=cache)
+    _add_thinking(body, model, options, budget)
+    if not _thinking_on(model, options) and options.temperature is not None:
+        body["temperature"] = options.temperature  # the API refuses it with thinking
     user_id = (options.metadata or {}).get("user_id")
     if isinstance(user_id, str):
         body["metadata"] = {"user_id": user_id}
     return body
+
+
+def _add_thinking(
+    body: dict[str, Any], model: Model, options: StreamOptions, budget: int | None
+) -> None:
+    if not model.reasoning:
+        return
+    if not _thinking_on(model, options):
+        body["thinking"] = {"type": "disabled"}
+    elif uses_adaptive_thinking(model):
+        body["thinking"] = {"type": "adaptive", "display": "summarized"}
+        body["output_config"] = {"effort": _EFFORTS.get(options.reasoning or "", "high")}
+    else:
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget or 0}
