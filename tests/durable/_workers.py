@@ -22,6 +22,7 @@ __all__ = [
     "HERE",
     "READY",
     "TARGET",
+    "LiveCli",
     "run_cli",
     "running_worker",
     "runs",

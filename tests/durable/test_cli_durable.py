@@ -13,7 +13,18 @@ import json
 from pathlib import Path
 
 from durable._counting_agents import ANSWER, counts
-from durable._workers import running_worker, runs, start_counting_run, stop, wait_until
+from durable._workers import (
+    LiveCli,
+    running_worker,
+    runs,
+    start_counting_run,
+    stop,
+    wait_until,
+    worker_env,
+)
+from json_events import load_events
+from pi_core import AgentMessage, MessageEnd, TextContent, ToolExecutionEnd
+from pi_core.serialization import loads
 
 FINISHED_BEFORE_THE_KILL = {"model": 2, "mark-a": 1, "mark-b": 1, "slow": 1}
 AFTER_THE_RESTART = {"model": 3, "mark-a": 1, "mark-b": 1, "slow": 2}
@@ -31,18 +42,22 @@ def test_a_run_finishes_after_its_worker_is_killed_and_restarted(
     assert counts(work) == FINISHED_BEFORE_THE_KILL
 
     with running_worker(database_url, "w1") as second:
-        followed = runs(database_url, "events", run_id)
+        followed = runs(database_url, "events", run_id, "--json")
         stop(second)
     assert followed.returncode == 0, followed.stderr
-    assert ANSWER in followed.stdout
-    assert followed.stdout.count("✓ mark") == 2  # the recorded events, each delivered once
-    assert "done · 3 turns · 3 tool calls" in followed.stdout
     assert counts(work) == AFTER_THE_RESTART
+    events = load_events(followed.stdout.splitlines())
+    ended = [event.tool_name for event in events if isinstance(event, ToolExecutionEnd)]
+    assert sorted(ended) == ["mark", "mark", "slow"]  # each delivered once, across the crash
+    assert [event.type for event in events].count("agent_end") == 1
 
     status = json.loads(runs(database_url, "status", run_id, "--json").stdout)
     assert status["state"] == "success" and status["agent"] == "counting"
-    result = runs(database_url, "result", run_id).stdout.splitlines()
-    assert result[0] == "user: go" and result[-1] == f"assistant: {ANSWER}"
+    result = runs(database_url, "result", run_id, "--json").stdout.splitlines()
+    messages = [loads(line, AgentMessage) for line in result]
+    assert messages[-1].content == [TextContent(ANSWER)]
+    # The recovered run's recorded events agree with its transcript, field for field.
+    assert [event.message for event in events if isinstance(event, MessageEnd)] == messages
 
 
 def test_cancel_resume_and_abort_from_the_shell(tmp_path: Path) -> None:
@@ -61,11 +76,15 @@ def test_cancel_resume_and_abort_from_the_shell(tmp_path: Path) -> None:
         )
         assert counts(cancelled) == AFTER_THE_RESTART  # the slow step ran again, nothing else
 
-        run_id = start_counting_run(database_url, aborted)
-        wait_until((aborted / "slow").exists, "the slow tool to start")
-        assert runs(database_url, "abort", run_id).returncode == 0
-        closed_out = runs(database_url, "events", run_id)
+        aborted.mkdir()
+        params = json.dumps({"dir": str(aborted)})
+        start = ["runs", "start", "counting", "go", "--params", params, "--follow"]
+        with LiveCli(*start, "--db", database_url, env=worker_env(), merge_stderr=True) as followed:
+            run_id = followed.wait_for("run ").split()[-1]  # the id, on stderr, comes first
+            wait_until((aborted / "slow").exists, "the slow tool to start")
+            assert runs(database_url, "abort", run_id).returncode == 0
+            assert followed.finish() == 130  # soft abort: closed out like an in-process abort
         stop(worker)
-    assert closed_out.returncode == 130  # soft abort: closed out like an in-process abort
-    assert "✗ slow: Operation aborted" in closed_out.stdout
-    assert "aborted · 2 turns · 3 tool calls" in closed_out.stdout
+    assert "✓ mark: mark a set" in followed.output
+    assert "✗ slow: Operation aborted" in followed.output
+    assert "aborted · 2 turns · 3 tool calls" in followed.output
