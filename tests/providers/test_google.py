@@ -37,6 +37,7 @@ from pi_core import (
     UserMessage,
     stream_simple,
 )
+from pi_core import _http as http
 from pi_core.providers import google
 from pi_core.providers._google_convert import SKIP_SIGNATURE
 
@@ -495,3 +496,20 @@ async def test_served_error_status(anyio_backend: str) -> None:
         final_message(events).error_message
         == "400 Bad Request: API key not valid. Please pass a valid API key."
     )
+
+
+async def test_served_overload_is_retried(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    waits: list[float] = []
+
+    async def wait(delay: float) -> None:  # the backoff, recorded instead of slept
+        waits.append(delay)
+
+    monkeypatch.setattr(http, "_sleep", wait)
+    busy = Reply(503, [b'{"error": {"message": "overloaded"}}'], content_type="application/json")
+    async with open_replay_server([busy, Reply(chunks=TEXT_BODY)], anyio_backend) as server:
+        events = await collect(google.stream_google(served(server.base_url), CONTEXT, OPTIONS))
+        assert len(server.requests) == 2
+    assert kinds(events)[0] == "start" and final_message(events).stop_reason == "stop"
+    assert len(waits) == 1

@@ -41,6 +41,7 @@ from pi_core import (
     UserMessage,
     stream_simple,
 )
+from pi_core import _http as http
 from pi_core.providers import openai_responses
 
 pytestmark = pytest.mark.anyio
@@ -591,3 +592,22 @@ async def test_served_error_status(anyio_backend: str) -> None:
         )
     assert kinds(events) == ["error"]
     assert final_message(events).error_message == "401 Unauthorized: Incorrect API key provided"
+
+
+async def test_served_overload_is_retried(
+    anyio_backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    waits: list[float] = []
+
+    async def wait(delay: float) -> None:  # the backoff, recorded instead of slept
+        waits.append(delay)
+
+    monkeypatch.setattr(http, "_sleep", wait)
+    busy = Reply(503, [b'{"error": {"message": "overloaded"}}'], content_type="application/json")
+    async with open_replay_server([busy, Reply(chunks=TEXT_BODY)], anyio_backend) as server:
+        events = await collect(
+            openai_responses.stream_openai_responses(served(server.base_url), CONTEXT, OPTIONS)
+        )
+        assert len(server.requests) == 2
+    assert kinds(events)[0] == "start" and final_message(events).stop_reason == "stop"
+    assert len(waits) == 1

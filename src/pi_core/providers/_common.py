@@ -10,6 +10,7 @@ leaking into the consumer's code between events.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
@@ -22,9 +23,10 @@ from httpx_sse import EventSource, ServerSentEvent
 
 from .._events import AssistantMessageEvent
 from .._http import HttpCall, RequestAborted, RequestGuard, RequestTimedOut, RetryPolicy
-from .._messages import Model, Usage, UsageCost
+from .._messages import Context, Model, Usage, UsageCost
 from .._options import StreamOptions
 from .._redact import headers_repr, redact_credentials
+from .._registry import register_provider
 from .._texts import CONNECTION_ERROR, REQUEST_ABORTED, REQUEST_TIMED_OUT, clip
 from ._partial import PartialMessage
 
@@ -38,7 +40,9 @@ __all__ = [
     "make_usage",
     "merge_headers",
     "parse_event_json",
+    "register_stream",
     "require_api_key",
+    "start_stream",
     "stream_sse",
 ]
 
@@ -295,3 +299,33 @@ async def _check_response(call: HttpCall) -> None:
 
 def _is_event_stream(response: httpx.Response) -> bool:
     return "text/event-stream" in response.headers.get("content-type", "")
+
+
+# --- a provider's entry points ------------------------------------------------------------------
+
+
+def start_stream(
+    model: Model,
+    context: Context,
+    options: StreamOptions | None,
+    client: httpx.AsyncClient | None,
+    build_request: Callable[[Model, Context, StreamOptions], RequestSpec],
+    mapper: Callable[[PartialMessage, Model], EventMapper],
+) -> AsyncIterator[AssistantMessageEvent]:
+    """The stream of one provider call: the request is built (by ``build_request``) when the
+    stream is first iterated, and ``mapper`` reads the server's events into the reply."""
+    opts = options if options is not None else StreamOptions()
+    partial = PartialMessage(model)
+    prepare = functools.partial(build_request, model, context, opts)
+    return stream_sse(partial, prepare, mapper(partial, model), opts, client)
+
+
+def register_stream(
+    api: str,
+    stream_fn: Callable[..., AsyncIterator[AssistantMessageEvent]],
+    client: httpx.AsyncClient | None,
+) -> None:
+    """Register a provider's ``stream_fn`` (which takes a ``client`` keyword) for ``api``; with
+    ``client``, every call of the registry goes through that client."""
+    bound = stream_fn if client is None else functools.partial(stream_fn, client=client)
+    register_provider(api, bound)

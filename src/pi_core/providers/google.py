@@ -40,7 +40,6 @@ Mapping:
 
 from __future__ import annotations
 
-import functools
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -53,15 +52,16 @@ from httpx_sse import ServerSentEvent
 from .._events import AssistantMessageEvent
 from .._messages import Context, Model, StopReason, TextContent, ThinkingContent, ToolCall
 from .._options import StreamOptions
-from .._registry import register_provider, unregister_provider
+from .._registry import unregister_provider
 from ._common import (
     RequestSpec,
     StreamFailure,
     make_usage,
     merge_headers,
     parse_event_json,
+    register_stream,
     require_api_key,
-    stream_sse,
+    start_stream,
 )
 from ._google_convert import convert_contents, convert_system, convert_tools, is_gemini_3
 from ._partial import PartialMessage
@@ -110,15 +110,7 @@ def stream_google(
         Failures and aborts are ``StreamError`` events; nothing is raised except cancellation
         from outside.
     """
-    opts = options if options is not None else StreamOptions()
-    partial = PartialMessage(model)
-    return stream_sse(
-        partial,
-        functools.partial(_build_request, model, context, opts),
-        _ChunkMapper(partial, model),
-        opts,
-        client,
-    )
+    return start_stream(model, context, options, client, _build_request, _ChunkMapper)
 
 
 def register(*, client: httpx.AsyncClient | None = None) -> None:
@@ -126,8 +118,7 @@ def register(*, client: httpx.AsyncClient | None = None) -> None:
 
     With ``client``, every request of the registry goes through that client.
     """
-    stream_fn = stream_google if client is None else functools.partial(stream_google, client=client)
-    register_provider(API, stream_fn)
+    register_stream(API, stream_google, client)
 
 
 def unregister() -> None:

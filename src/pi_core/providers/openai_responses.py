@@ -39,7 +39,6 @@ Mapping:
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -50,15 +49,16 @@ from httpx_sse import ServerSentEvent
 from .._events import AssistantMessageEvent, TextStart, ThinkingStart, ToolCallStart
 from .._messages import Context, Model, TextContent, ThinkingContent, ToolCall, Usage
 from .._options import StreamOptions
-from .._registry import register_provider, unregister_provider
+from .._registry import unregister_provider
 from ._common import (
     RequestSpec,
     StreamFailure,
     make_usage,
     merge_headers,
     parse_event_json,
+    register_stream,
     require_api_key,
-    stream_sse,
+    start_stream,
 )
 from ._partial import PartialMessage
 from ._responses_convert import convert_input, convert_tools, encode_text_signature
@@ -101,15 +101,7 @@ def stream_openai_responses(
         Failures and aborts are ``StreamError`` events; nothing is raised except cancellation
         from outside.
     """
-    opts = options if options is not None else StreamOptions()
-    partial = PartialMessage(model)
-    return stream_sse(
-        partial,
-        functools.partial(_build_request, model, context, opts),
-        _ResponsesMapper(partial, model),
-        opts,
-        client,
-    )
+    return start_stream(model, context, options, client, _build_request, _ResponsesMapper)
 
 
 def register(*, client: httpx.AsyncClient | None = None) -> None:
@@ -117,12 +109,7 @@ def register(*, client: httpx.AsyncClient | None = None) -> None:
 
     With ``client``, every request of the registry goes through that client.
     """
-    stream_fn = (
-        stream_openai_responses
-        if client is None
-        else functools.partial(stream_openai_responses, client=client)
-    )
-    register_provider(API, stream_fn)
+    register_stream(API, stream_openai_responses, client)
 
 
 def unregister() -> None:
