@@ -79,6 +79,10 @@ async def test_tools_carry_the_servers_names_descriptions_and_schemas(
                 echoed = await echo.execute("a", {"text": "one"}, AbortSignal(), print)
             async with mcp_tools(session, exclude=["crash", "slow"]) as rest:
                 rest_names = {tool.name for tool in rest}
+            # Last, as it kills the server: errors name the server as it named itself.
+            async with mcp_tools(session, include=["crash"]) as [crash]:
+                with pytest.raises(Exception) as crashed:  # noqa: PT011  # the loop's error result
+                    await crash.execute("c", {}, AbortSignal(), print)
     assert {"echo", "add", "slow", "fail", "picture", "weather", "crash"} <= set(by_name(tools))
     assert add.description == "Add two integers."
     assert add.parameters["required"] == ["a", "b"]
@@ -86,6 +90,9 @@ async def test_tools_carry_the_servers_names_descriptions_and_schemas(
     assert sorted(by_name(some)) == ["t_add", "t_echo", "t_fail"]
     assert echoed.content == [TextContent("one")]
     assert "crash" not in rest_names and "slow" not in rest_names and "echo" in rest_names
+    assert str(crashed.value).startswith(
+        "MCP server pi-core-test-server (an open session) failed during crash: "
+    )
 
 
 @asynccontextmanager

@@ -63,12 +63,14 @@ class HttpServer:
 
 
 def describe(server: StdioServer | HttpServer | ClientSession) -> str:
-    """How error messages name a server: its command line, its URL, or the session."""
+    """How error messages name a server: its command line, its URL, or the name it gave an
+    open session."""
     if isinstance(server, StdioServer):
         return shlex.join([server.command, *server.args])
     if isinstance(server, HttpServer):
         return server.url
-    return "the MCP session"
+    name = getattr(server.server_info, "name", None)  # what the server called itself, if it did
+    return f"{name} (an open session)" if name else "(an open session)"
 
 
 @asynccontextmanager
