@@ -33,7 +33,7 @@ from ._hooks import (
 from ._interrupt import is_interruption
 from ._log import TOOL, log_tool_failure
 from ._messages import AgentContext, AssistantMessage, TextContent, ToolCall, ToolResultMessage
-from ._texts import OPERATION_ABORTED, exception_text
+from ._texts import OPERATION_ABORTED, exception_text, tool_timed_out_text
 from ._tools import AgentTool, AgentToolResult
 from ._tracer import RunTrace
 from ._validation import validate_tool_arguments
@@ -403,7 +403,8 @@ def _as_outcome(tool: AgentTool, returned: object) -> Outcome:
     if isinstance(returned, str):
         return AgentToolResult([TextContent(returned)]), False
     if returned is _TIMED_OUT:
-        return error_result(f"Tool {tool.name} timed out after {tool.timeout:g} s"), True
+        assert tool.timeout is not None  # only a timeout makes this sentinel
+        return error_result(tool_timed_out_text(tool.name, tool.timeout)), True
     raise TypeError(
         f"Tool {tool.name} returned {type(returned).__name__}, expected AgentToolResult or str"
     )

@@ -32,6 +32,11 @@ NO_TERMINAL_EVENT = "Stream ended without a terminal event"
 """The error of a reply whose stream ended with neither ``done`` nor ``error``."""
 
 
+def tool_timed_out_text(name: str, timeout: float) -> str:
+    """The error result of a tool call that its ``timeout`` cut short."""
+    return f"Tool {name} timed out after {timeout:g} s"
+
+
 def exception_text(exc: BaseException) -> str:
     """An exception's message, or its type's name when the message is empty."""
     return str(exc) or type(exc).__name__

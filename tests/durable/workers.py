@@ -44,6 +44,7 @@ class WorkerProcess:
         line = self.process.stdout.readline()  # bounded: the process exits on any failure
         if line.strip() != "ready":
             self.process.wait(timeout)
+            self._close_pipe()
             raise RuntimeError(f"worker did not start: {self.log.read_text()[-3000:]}")
         return self
 

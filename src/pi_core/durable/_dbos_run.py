@@ -41,7 +41,13 @@ from .._interrupt import is_interruption, register_interruption
 from .._loop import run_agent_loop, run_agent_loop_continue
 from .._messages import AgentContext, AgentMessage, AssistantMessage, Context, Model, ToolCall
 from .._options import StreamOptions
-from .._texts import OPERATION_ABORTED, REQUEST_ABORTED
+from .._texts import (
+    NO_TERMINAL_EVENT,
+    OPERATION_ABORTED,
+    REQUEST_ABORTED,
+    exception_text,
+    tool_timed_out_text,
+)
 from .._tools import AgentTool, AgentToolResult
 from ..nursery import AbortController, unwrap_single_exception
 from ._dbos_names import ABORT, EVENTS, FOLLOW_UP, STEER, WORKFLOW
@@ -60,8 +66,6 @@ __all__ = ["DurableRun", "run_workflow", "serve", "served_agents"]
 
 _WATCH_SECONDS = 10 * 365 * 24 * 3600.0
 """How long a run listens for an abort request: longer than any run."""
-
-_NO_TERMINAL_TEXT = "Stream ended without a terminal event"
 
 register_interruption(DBOSWorkflowCancelledError)
 register_interruption(DBOSWorkflowConflictIDError)
@@ -237,11 +241,11 @@ class DurableRun:
                 if event.type != "start":
                     update = MessageUpdate(event.partial.shallow_copy(), event)
                     await DBOS.write_stream_async(EVENTS, [encode_event(update)])
-            reply.end("error", _NO_TERMINAL_TEXT)
+            reply.end("error", NO_TERMINAL_EVENT)
         except Exception as exc:
             if is_interruption(exc):
                 raise
-            reply.end("error", str(exc) or type(exc).__name__)
+            reply.end("error", exception_text(exc))
 
     # --- tool calls ---------------------------------------------------------------------------
 
@@ -285,12 +289,13 @@ class DurableRun:
                 except Exception as exc:
                     if is_interruption(exc):
                         raise
-                    return "error", str(exc) or type(exc).__name__, step_end()
+                    return "error", exception_text(exc), step_end()
         if returned is not _NOT_RETURNED:
             return "result", returned, step_end()
         if signal.aborted:
             return "aborted", None, step_end()
-        return "error", f"Tool {tool.name} timed out after {tool.timeout:g} s", step_end()
+        assert tool.timeout is not None  # neither returned nor aborted: the timeout cut it
+        return "error", tool_timed_out_text(tool.name, tool.timeout), step_end()
 
 
 _NOT_RETURNED: Any = object()

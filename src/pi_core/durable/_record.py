@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._events import AgentEvent
-from .._messages import AgentMessage, AssistantMessage, Message, Model, now_ms
+from .._messages import AgentMessage, AssistantMessage, Message, Model, failed_reply, now_ms
 from ..serialization import from_dict, to_dict
 
 __all__ = [
@@ -108,15 +108,7 @@ def ended_message(
 ) -> AssistantMessage:
     """The reply as far as it came, ended by an error or an abort inside a model step."""
     if partial is None:
-        return AssistantMessage(
-            [],
-            model.api,
-            model.provider,
-            model.id,
-            stop_reason=stop_reason,
-            error_message=error_message,
-            timestamp=at,
-        )
+        return failed_reply(model, stop_reason, error_message, timestamp=at)
     final = partial.shallow_copy()
     final.content = list(partial.content)
     final.stop_reason = stop_reason
