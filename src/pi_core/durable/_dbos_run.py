@@ -16,7 +16,6 @@ the request itself.
 
 from __future__ import annotations
 
-import math
 from collections.abc import AsyncIterator, Sequence
 from contextlib import nullcontext
 from typing import Any
@@ -51,11 +50,11 @@ from .._texts import (
 from .._tools import AgentTool, AgentToolResult
 from ..nursery import AbortController, unwrap_single_exception
 from ._dbos_names import ABORT, EVENTS, FOLLOW_UP, STEER, WORKFLOW
+from ._dbos_updates import UpdateWriter, open_update_writer
 from ._record import (
     EventLog,
     RecordedClock,
     decode_message,
-    encode_event,
     encode_message,
     ended_message,
     step_end,
@@ -217,17 +216,22 @@ class DurableRun:
         self, model: Model, context: Context, options: StreamOptions
     ) -> tuple[AssistantMessage, int]:
         reply = _Reply(model)
-        with self.live.signal.scope():
-            await self._consume(
-                reply, model, context, attrs.evolve(options, signal=self.live.signal)
-            )
+        async with open_update_writer() as updates:
+            with self.live.signal.scope():
+                options = attrs.evolve(options, signal=self.live.signal)
+                await self._consume(reply, updates, model, context, options)
         if reply.final is None:
             reply.end("aborted", REQUEST_ABORTED)
         assert reply.final is not None
         return reply.final, step_end()
 
     async def _consume(
-        self, reply: _Reply, model: Model, context: Context, options: StreamOptions
+        self,
+        reply: _Reply,
+        updates: UpdateWriter,
+        model: Model,
+        context: Context,
+        options: StreamOptions,
     ) -> None:
         try:
             events = self.spec.stream_fn(model, context, options)
@@ -239,8 +243,7 @@ class DurableRun:
                     return
                 reply.partial = event.partial
                 if event.type != "start":
-                    update = MessageUpdate(event.partial.shallow_copy(), event)
-                    await DBOS.write_stream_async(EVENTS, [encode_event(update)])
+                    updates.post(MessageUpdate(event.partial.shallow_copy(), event))
             reply.end("error", NO_TERMINAL_EVENT)
         except Exception as exc:
             if is_interruption(exc):
@@ -277,12 +280,10 @@ class DurableRun:
     ) -> tuple[str, Any, int]:
         returned: Any = _NOT_RETURNED
         signal = self.live.signal
-        async with anyio.create_task_group() as task_group:
-            send, receive = anyio.create_memory_object_stream[AgentEvent](math.inf)
-            task_group.start_soon(_write_updates, receive)
-            with send, signal.scope():
+        async with open_update_writer() as updates:
+            with signal.scope():
                 try:
-                    on_update = _Updater(send, call)
+                    on_update = _Updater(updates, call)
                     timeout = anyio.move_on_after(tool.timeout) if tool.timeout else nullcontext()
                     with timeout:
                         returned = await tool.execute(call.id, params, signal, on_update)
@@ -318,21 +319,12 @@ class _Reply:
 
 
 class _Updater:
-    """A tool's ``on_update`` inside a step: hands each update to the step's writer."""
+    """A tool's ``on_update`` inside a step: posts each update to the step's writer."""
 
-    def __init__(self, send: Any, call: ToolCall) -> None:
-        self._send = send
+    def __init__(self, updates: UpdateWriter, call: ToolCall) -> None:
+        self._updates = updates
         self._call = call
 
     def __call__(self, partial: AgentToolResult) -> None:
         call = self._call
-        try:
-            self._send.send_nowait(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
-        except anyio.ClosedResourceError:
-            pass  # an update after the call returned is dropped, as in the loop
-
-
-async def _write_updates(receive: Any) -> None:
-    async with receive:
-        async for update in receive:
-            await DBOS.write_stream_async(EVENTS, [encode_event(update)])
+        self._updates.post(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
