@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import re
 from typing import Any
+
+import attrs
 
 project = "pi_core"
 author = "pi_core developers"
@@ -31,6 +34,8 @@ myst_heading_anchors = 3
 # --- autodoc --------------------------------------------------------------------------------------
 
 autodoc_member_order = "bysource"
+# A signature longer than this is written one parameter per line.
+python_maximum_signature_line_length = 88
 autodoc_typehints = "signature"
 autodoc_typehints_format = "short"
 autodoc_preserve_defaults = True
@@ -107,6 +112,111 @@ def _google_sections(
     lines[:] = GoogleDocstring(lines, config, app, what, name, obj, options).lines()
 
 
+# --- attrs defaults ------------------------------------------------------------------------------
+
+_ATTRS_DEFAULT = re.compile(r"attr_dict\['(?P<name>\w+)'\]\.default")
+
+
+def _attrs_defaults(
+    app: Any, what: str, name: str, obj: Any, options: Any, signature: str | None, ret: str | None
+) -> tuple[str | None, str | None] | None:
+    """Show an attrs class's defaults as values: with ``autodoc_preserve_defaults`` its generated
+    ``__init__`` reads ``attr_dict['x'].default``, and a factory's default reads ``NOTHING``."""
+    if what != "class" or signature is None or not attrs.has(obj):
+        return None
+    fields = {field.name: field for field in attrs.fields(obj)}
+    signature = _ATTRS_DEFAULT.sub(lambda m: _shown(fields[m["name"]].default), signature)
+    for field in fields.values():
+        pattern = rf"(\b{field.name}: [^=]*?) = NOTHING"
+        signature = re.sub(pattern, rf"\1 = {_shown(field.default)}", signature, count=1)
+    return signature, ret
+
+
+def _shown(default: Any) -> str:
+    """A default as a reader wants to see it: the value, or what the factory makes."""
+    if isinstance(default, attrs.Factory):  # type: ignore[arg-type]
+        if default.takes_self:
+            return "<computed>"
+        made = default.factory
+        if made in (list, dict, set, tuple):
+            return repr(made())
+        return f"{getattr(made, '__name__', repr(made))}()"
+    if callable(default) and hasattr(default, "__name__"):
+        return str(default.__name__)
+    return repr(default)
+
+
+# --- attribute docs of published classes -------------------------------------------------------
+
+_PUBLIC_MODULES = ("pi_core", "pi_core.testing", "pi_core.nursery", "pi_core.proxy")
+
+
+def _published_attribute_docs() -> None:
+    """Let autodoc find the attribute docstrings of classes published under a public module.
+
+    ``publish_module_names`` sets such a class's ``__module__`` to the public module, where autodoc
+    then looks for the docstrings written under its fields (``Model.id`` …) and finds none: copy
+    them into the public module's analyzer from the private module that defines the class.
+    """
+    import importlib
+    import sys
+
+    from sphinx.pycode import ModuleAnalyzer
+
+    for public in _PUBLIC_MODULES:
+        module = importlib.import_module(public)
+        analyzer = ModuleAnalyzer.for_module(public)
+        analyzer.analyze()
+        classes = {
+            cls.__qualname__
+            for cls in (getattr(module, name) for name in getattr(module, "__all__", ()))
+            if isinstance(cls, type) and cls.__module__ == public
+        }
+        private = [name for name in sys.modules if name.startswith("pi_core.") and "._" in name]
+        for home_name in private:
+            try:
+                home = ModuleAnalyzer.for_module(home_name)
+                home.analyze()
+            except Exception:  # a module with no source to read
+                continue
+            for key, lines in home.attr_docs.items():
+                if key[0] in classes:
+                    analyzer.attr_docs.setdefault(key, lines)
+            for key, order in home.tagorder.items():
+                if key.split(".", 1)[0] in classes:
+                    analyzer.tagorder.setdefault(key, order)
+
+
+_published_attribute_docs()
+
+
+# --- short cross-references in docstrings -----------------------------------------------------
+
+
+def _resolve_short_reference(app: Any, env: Any, node: Any, contnode: Any) -> Any:
+    """Resolve ``:class:`Model``` written in a submodule's docstring as ``pi_core.Model``, and
+    ``:meth:`register``` in a class's docstring as that class's member, as a reader means them."""
+    if node.get("refdomain") != "py":
+        return None
+    target = node["reftarget"].lstrip("~.")
+    module, cls = node.get("py:module"), node.get("py:class")
+    candidates = [f"pi_core.{target}"]
+    if module and cls:
+        candidates.insert(0, f"{module}.{cls}.{target}")
+    if module:
+        candidates.append(f"{module}.{target}")
+    domain = env.get_domain("py")
+    for candidate in candidates:
+        found = domain.resolve_xref(
+            env, node["refdoc"], app.builder, node["reftype"], candidate, node, contnode
+        )
+        if found is not None:
+            return found
+    return None
+
+
 def setup(app: Any) -> None:
     """Sphinx calls this for conf.py as for an extension."""
     app.connect("autodoc-process-docstring", _google_sections)
+    app.connect("autodoc-process-signature", _attrs_defaults)
+    app.connect("missing-reference", _resolve_short_reference)

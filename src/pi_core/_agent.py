@@ -115,7 +115,40 @@ class _ActiveRun:
 class Agent:
     """A stateful agent: prompt it, steer it, queue follow-ups, listen to it, abort it.
 
-    Every constructor option is also a read-write attribute, read when a run starts.
+    Every option is keyword-only, and also a read-write attribute, read when a run starts.
+
+    Args:
+        system_prompt: the system prompt of every model call.
+        model: the :class:`Model` to call; its ``api`` picks the provider of ``stream_fn``.
+        thinking_level: ``"off"``, ``"minimal"`` … ``"xhigh"``: the reasoning asked of a model
+            that can reason.
+        tools: the :class:`AgentTool` objects (``@tool`` functions) the model may call.
+        messages: a transcript to start from.
+        stream_fn: talks to the model; the default, :func:`stream_simple`, dispatches to the
+            provider registered for ``model.api``.
+        convert_to_llm: turns the transcript into the messages the model sees, at every call
+            (the default keeps user, assistant and toolResult messages).
+        transform_context: rewrites the transcript before ``convert_to_llm`` (pruning,
+            summarising, injecting context).
+        get_api_key: ``get_api_key(provider)`` returns the key for each call (short-lived
+            tokens); ``None`` uses ``options.api_key`` or the environment.
+        before_tool_call: sees each validated call and may block it.
+        after_tool_call: sees each result and may replace its content, details or error flag.
+        prepare_next_turn: after each turn, may replace the context, the model or the thinking
+            level of the next one.
+        should_stop_after_turn: after each turn, returning ``True`` ends the run.
+        steering_mode: ``"one-at-a-time"`` or ``"all"``: how many queued steering messages
+            are injected at each poll.
+        follow_up_mode: the same, for follow-up messages.
+        tool_execution: ``"parallel"`` (the calls of one reply run at once) or
+            ``"sequential"``.
+        max_parallel_tools: caps how many calls of a parallel batch run at once.
+        session_id: sent to providers as a prompt-cache and affinity key.
+        thinking_budgets: token budgets per thinking level, overriding a provider's defaults.
+        options: the :class:`StreamOptions` of every model call (key, temperature, timeout,
+            retries …); ``thinking_level``, ``session_id`` and ``thinking_budgets`` override
+            their fields.
+        clock: milliseconds since the epoch, for the timestamps of the messages the Agent makes.
     """
 
     def __init__(

@@ -49,7 +49,7 @@ class ProxyError(PiCoreError):
 class RunError(PiCoreError):
     """Raised by :meth:`RunResult.raise_for_error` for a run that failed or was aborted.
 
-    Its text is the run's ``error_message``; :attr:`result` is the whole outcome.
+    Its text is the run's ``error_message``; its ``result`` attribute is the whole outcome.
     """
 
     def __init__(self, message: str, result: RunResult) -> None:

@@ -236,9 +236,13 @@ class ModelCost:
     """Prices in dollars per million tokens."""
 
     input: float = 0.0
+    """Per million input tokens."""
     output: float = 0.0
+    """Per million output tokens."""
     cache_read: float = 0.0
+    """Per million input tokens read from the prompt cache."""
     cache_write: float = 0.0
+    """Per million input tokens written to the prompt cache."""
 
 
 def _as_tuple(values: Iterable[str]) -> tuple[str, ...]:
@@ -250,16 +254,30 @@ class Model:
     """A model and how to reach it; ``api`` selects the provider in :func:`stream_simple`."""
 
     id: str
+    """The model's id as its server knows it (``"gpt-4o-mini"``)."""
     name: str = attrs.field(default=attrs.Factory(lambda self: self.id, takes_self=True))
+    """A human-readable name; defaults to ``id``."""
     api: str = "unknown"
+    """The wire protocol, which picks the provider: ``"openai-completions"``,
+    ``"anthropic-messages"`` … (see :func:`register_provider`)."""
     provider: str = "unknown"
+    """Who serves it (``"openai"``, ``"ollama"`` …): names the key to use, and ``get_api_key``
+    receives it."""
     base_url: str = ""
+    """The server's URL; ``""`` means the provider's default (api.openai.com …)."""
     reasoning: bool = False
+    """Whether the model can think: only then are ``reasoning`` options sent."""
     input: tuple[str, ...] = attrs.field(default=("text",), converter=_as_tuple)
+    """What the model accepts: ``"text"``, and ``"image"`` if it reads images (any iterable
+    is stored as a tuple)."""
     cost: ModelCost = attrs.Factory(ModelCost)
+    """Prices, from which each reply's ``usage.cost`` is computed."""
     context_window: int = 0
+    """The most tokens of context the model takes; ``0`` if unknown."""
     max_tokens: int = 0
+    """The most output tokens the model can give a reply; ``0`` if unknown."""
     headers: dict[str, str] | None = attrs.field(default=None, hash=False, repr=headers_repr)
+    """HTTP headers sent with every request to this model (values hidden in ``repr``)."""
     compat: ModelCompat | None = None
     """What the model's server accepts where servers of its API differ; ``None`` (or a field left
     ``None``) lets the provider detect it from ``base_url``."""

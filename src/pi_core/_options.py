@@ -33,16 +33,27 @@ class StreamOptions:
     """Options of one model call; providers ignore what they do not use."""
 
     api_key: str | None = attrs.field(default=None, repr=secret_repr)
+    """The provider's key; ``None`` reads the provider's environment variable
+    (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY`` …). Never shown in ``repr``."""
     session_id: str | None = None
+    """A stable id for a conversation: providers use it as a prompt-cache key and for session
+    affinity, so that consecutive calls hit the same cache."""
     reasoning: ThinkingLevel | None = None
     """The thinking level; ``None`` (or ``"off"``) asks for no reasoning."""
     thinking_budgets: Mapping[str, int] | None = attrs.field(default=None, hash=False)
     """Token budgets per thinking level, overriding a provider's defaults."""
     temperature: float | None = None
+    """Sampling temperature; ``None`` leaves the provider's default."""
     max_tokens: int | None = None
+    """The most tokens the reply may have; ``None`` leaves it to the provider (Anthropic, whose
+    API requires a limit, then uses the model's ``max_tokens``)."""
     headers: Mapping[str, str] | None = attrs.field(default=None, hash=False, repr=headers_repr)
+    """Extra HTTP headers for the request, added to the model's own ``headers``."""
     metadata: Mapping[str, Any] | None = attrs.field(default=None, hash=False)
+    """Provider-specific request metadata (Anthropic's ``metadata.user_id``, for example)."""
     cache_retention: CacheRetention | None = None
+    """How long the provider should keep the prompt cached: ``"none"``, ``"short"`` (the
+    default) or ``"long"`` where the server supports it."""
     timeout: float | None = None
     """Seconds for the whole request, for providers that make one."""
     max_retries: int = 2
@@ -52,6 +63,7 @@ class StreamOptions:
     """The longest wait before a retry, in seconds: a server asking for longer (``retry-after``)
     gets its error returned at once, naming the delay it asked for."""
     signal: AbortSignal | None = attrs.field(default=None, eq=False, hash=False)
+    """Aborts the request at once; the loop sets it to the run's signal."""
 
 
 StreamResult: TypeAlias = (

@@ -165,7 +165,8 @@ class FauxProvider:
         seed: seeds the chunk-size generator, for reproducible chunking.
 
     Raises:
-        TypeError / ValueError: an argument has the wrong type or value.
+        TypeError: an argument has the wrong type.
+        ValueError: an argument has the wrong value.
     """
 
     def __init__(
