@@ -47,8 +47,14 @@ def test_a_provider_and_an_id_use_the_catalogue_when_it_knows_the_model(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
     known = connect(AgentSettings(provider="anthropic", model="claude-sonnet-4-5"))
     assert known.model.context_window > 0
+    # --provider openai speaks Chat Completions (as every compatible server does), whatever api
+    # the catalogue gives the model; its prices still come from there.
+    chat = connect(AgentSettings(provider="openai", model="gpt-5"))
+    assert (chat.model.api, chat.stream_fn) == ("openai-completions", openai.stream_openai)
+    assert chat.model.cost == get_model("openai", "gpt-5").cost
     unknown = connect(AgentSettings(provider="anthropic", model="my-fine-tune"))
     assert (unknown.model.api, unknown.model.provider) == ("anthropic-messages", "anthropic")
     assert unknown.model.cost.input == 0

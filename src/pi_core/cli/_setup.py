@@ -139,29 +139,33 @@ def _direct(settings: AgentSettings) -> Connection:
 
 
 def _direct_model(settings: AgentSettings) -> Model:
-    """The catalogue's model when it has one (``--model provider/id``, or ``--provider`` and
-    ``--model``), else a model described by the options alone; ``--api`` and ``--base-url``
-    override what the catalogue says."""
+    """The model of ``--model provider/id`` from the catalogue; with ``--provider``, a model of
+    that provider's api, its limits and prices taken from the catalogue when it knows the id.
+    ``--api`` and ``--base-url`` override either."""
     model_id = _require(settings.model, "--model is required with --provider " + settings.provider)
-    provider: str = settings.provider
-    if provider == "catalogue":
+    if settings.provider == "catalogue":
         provider, _, model_id = model_id.partition("/")
         if not model_id:
             raise UsageError("--model takes provider/id, e.g. anthropic/claude-sonnet-4-5")
-    try:
-        model = get_model(provider, model_id)
-    except ModelNotFoundError as exc:
-        if settings.provider == "catalogue":
+        try:
+            model = get_model(provider, model_id)
+        except ModelNotFoundError as exc:
             raise UsageError(str(exc)) from None
-        model = Model(
-            model_id,
-            api=DEFAULT_APIS[settings.provider],
-            provider=provider,
-            reasoning=settings.thinking != "off",
-        )
+    else:
+        model = _known_or_described(settings.provider, model_id, settings.thinking != "off")
     return attrs.evolve(
         model, api=settings.api or model.api, base_url=settings.base_url or model.base_url
     )
+
+
+def _known_or_described(provider: str, model_id: str, reasoning: bool) -> Model:
+    """A model of ``provider``'s own api (``--provider openai`` means Chat Completions, as any
+    OpenAI-compatible server speaks it), with the catalogue's facts when it has the id."""
+    api = DEFAULT_APIS[provider]
+    try:
+        return attrs.evolve(get_model(provider, model_id), api=api)
+    except ModelNotFoundError:
+        return Model(model_id, api=api, provider=provider, reasoning=reasoning)
 
 
 def _stream_fn(api: str) -> StreamFn:
