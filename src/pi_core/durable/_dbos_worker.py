@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import sniffio
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 
 from ._dbos_names import AGENTS_WORKFLOW, QUEUE, agents_workflow_id, masked
@@ -52,8 +52,7 @@ async def open_worker(
         DurableError: the database cannot be reached, or this is not asyncio.
         ValueError: ``executor_id`` is empty or ``concurrency`` is not positive.
     """
-    if sniffio.current_async_library() != "asyncio":
-        raise DurableError("a durable worker runs on asyncio only: DBOS workflows are asyncio")
+    _require_asyncio()
     if not executor_id:
         raise ValueError("a worker needs an explicit executor_id (stable across restarts)")
     if concurrency < 1:
@@ -98,3 +97,13 @@ async def _announce(agents: DurableAgents, executor_id: str) -> None:
     version: Any = DBOS.application_version
     with SetWorkflowID(agents_workflow_id(str(version), executor_id, names)):
         await _announce_agents(names)
+
+
+def _require_asyncio() -> None:
+    # No asyncio loop is running under trio: DBOS's workflows cannot run there.
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise DurableError(
+            "a durable worker runs on asyncio only: DBOS workflows are asyncio"
+        ) from None
