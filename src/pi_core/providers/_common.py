@@ -19,7 +19,7 @@ from typing import Any, Protocol
 import anyio
 import attrs
 import httpx
-from httpx_sse import EventSource, ServerSentEvent
+from httpx_sse import ServerSentEvent
 
 from .._events import AssistantMessageEvent
 from .._http import HttpCall, RequestAborted, RequestGuard, RequestTimedOut, RetryPolicy
@@ -29,6 +29,7 @@ from .._redact import headers_repr, redact_credentials
 from .._registry import register_provider
 from .._texts import CONNECTION_ERROR, REQUEST_ABORTED, REQUEST_TIMED_OUT, clip
 from ._partial import PartialMessage
+from ._sse import SSELimitExceeded, aiter_sse
 
 __all__ = [
     "EventMapper",
@@ -188,7 +189,7 @@ def describe_exception(exc: BaseException) -> str:
     key (h11 refuses ``Illegal header value b'Bearer sk-…'``). As the official SDKs do, a
     transport failure is ``Connection error.`` and a client-side timeout ``Request timed out.``
     """
-    if isinstance(exc, StreamFailure):
+    if isinstance(exc, (StreamFailure, SSELimitExceeded)):
         return str(exc)
     if isinstance(exc, httpx.TimeoutException):
         return REQUEST_TIMED_OUT
@@ -229,7 +230,7 @@ async def stream_sse(
         await _check_response(call)
         yield partial.start()
         assert call.response is not None
-        sse_events = call.read_body(EventSource(call.response).aiter_sse())
+        sse_events = call.read_body(aiter_sse(call.response.aiter_bytes()))
         while (sse := await call.next(sse_events)) is not None:
             for event in _mapped(mapper, sse):
                 yield event
