@@ -35,7 +35,8 @@ READY = "serving bench.durable.agents:agents"
 QUEUE_POLLING_SECONDS = 0.1
 RESULT_POLLING_SECONDS = 0.1
 """As often as a pi_core worker polls its queue and a client a run's end: both wait alike."""
-IDLE_SECONDS = 2.0
+IDLE_SECONDS_PER_RUN = 0.1
+MAX_IDLE_SECONDS = 2.0
 
 
 @DBOS.step()
@@ -141,9 +142,10 @@ async def _compare(client: DurableRuns, bare_client: DBOSClient, runs: int) -> d
         len(shape.names),
         shape.stream_entries,
     ), (shape, bare_shape)
+    idle_seconds = min(MAX_IDLE_SECONDS, runs * IDLE_SECONDS_PER_RUN)
     idle = Clock()
-    await anyio.sleep(IDLE_SECONDS)
-    idle_cpu_per_ms = idle.lap(1)[0] / (IDLE_SECONDS * 1000)
+    await anyio.sleep(idle_seconds)
+    idle_cpu_per_ms = idle.lap(1)[0] / (idle_seconds * 1000)
     durable = Clock()
     for _ in range(runs):
         await _durable_run(client)
