@@ -104,6 +104,32 @@ def worker_test(params: dict[str, Any]) -> AgentSpec:
     )
 
 
+def blocking_stream(directory: str) -> Any:
+    """A model that streams a first word, then hangs until released (or cut by an abort)."""
+
+    async def stream_fn(
+        model: Model, context: Context, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        note(directory, "model_calls", str(len(context.messages)))
+        reply = ScriptedStream([faux_assistant_message("Thinking about it")], chunk_size=9)
+        async for event in reply(model, context, options):
+            if event.type == "text_end":
+                note(directory, "model_streaming", "waiting")
+                release = Path(directory) / "release"
+                while not release.exists():  # noqa: ASYNC110  # no Event crosses processes
+                    await anyio.sleep(0.02)
+            yield event
+
+    return stream_fn
+
+
+@agents.define("slow-model")
+def slow_model(params: dict[str, Any]) -> AgentSpec:
+    model = FauxProvider().get_model()
+    assert model is not None
+    return AgentSpec(model=model, stream_fn=blocking_stream(params["dir"]))
+
+
 @agents.define("broken")
 def broken(params: dict[str, Any]) -> AgentSpec:
     raise RuntimeError("no model configured")

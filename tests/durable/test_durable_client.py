@@ -256,3 +256,36 @@ async def test_another_process_reads_the_events_live_and_they_are_the_recorded_o
             recorded = [f"{offset} {event.type}" async for offset, event in runs.events(run_id)]
     assert seen == recorded
     assert seen[-1].endswith("agent_end")
+
+
+async def test_a_soft_abort_while_the_model_streams_ends_the_reply_as_aborted(
+    database_url: str, tmp_path: Path
+) -> None:
+    async with DurableRuns(database_url) as runs:
+        with anyio.fail_after(30):
+            run_id = await runs.start("slow-model", "hello", params={"dir": str(tmp_path)})
+            await wait_for_line(tmp_path, "model_streaming", "waiting")
+            await runs.abort(run_id)
+            new = await runs.result(run_id)
+            events = [event async for _, event in runs.events(run_id)]
+    reply = new[-1]
+    assert isinstance(reply, AssistantMessage)
+    assert (reply.stop_reason, reply.error_message) == ("aborted", "Request was aborted")
+    assert reply.content == [TextContent("Thinking about it")]  # the partial, before text_end
+    assert lifecycle(events)[-3:] == ["message_end", "turn_end", "agent_end"]
+    assert [event.message for event in events if event.type == "message_end"] == new
+
+
+async def test_a_run_continues_from_an_earlier_transcript(
+    database_url: str, tmp_path: Path
+) -> None:
+    async with DurableRuns(database_url) as runs:
+        with anyio.fail_after(30):
+            first = await runs.start("worker-test", "hello", params=released(tmp_path))
+            earlier = await runs.result(first)
+            second = await runs.start(
+                "worker-test", "and now?", params=released(tmp_path), messages=earlier
+            )
+            new = await runs.result(second)
+    assert [message.role for message in new] == ["user", "assistant"]
+    assert new[-1].content == [TextContent("done after 3 results and 2 user messages")]  # type: ignore[union-attr]

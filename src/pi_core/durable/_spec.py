@@ -65,7 +65,7 @@ def _tool_tuple(tools: Iterable[AgentTool]) -> tuple[AgentTool, ...]:
     return tuple(tools)
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen
 class AgentSpec:
     """One agent as a durable run needs it: what the loop and its context take.
 
@@ -78,35 +78,48 @@ class AgentSpec:
     stream_fn: StreamFn
     tools: Sequence[AgentTool] = attrs.field(default=(), converter=_tool_tuple)
     system_prompt: str = ""
-    convert_to_llm: Callable[[list[AgentMessage]], MaybeAwaitable[list[Message]]] = (
-        default_convert_to_llm
+    # The loop's options: by keyword only.
+    convert_to_llm: Callable[[list[AgentMessage]], MaybeAwaitable[list[Message]]] = attrs.field(
+        default=default_convert_to_llm, kw_only=True
     )
     transform_context: (
         Callable[[list[AgentMessage], AbortSignal], MaybeAwaitable[list[AgentMessage]]] | None
-    ) = None
-    get_api_key: Callable[[str], MaybeAwaitable[str | None]] | None = None
-    should_stop_after_turn: Callable[[TurnContext], MaybeAwaitable[bool]] | None = None
-    prepare_next_turn: Callable[[TurnContext], MaybeAwaitable[NextTurn | None]] | None = None
+    ) = attrs.field(default=None, kw_only=True)
+    get_api_key: Callable[[str], MaybeAwaitable[str | None]] | None = attrs.field(
+        default=None, kw_only=True
+    )
+    should_stop_after_turn: Callable[[TurnContext], MaybeAwaitable[bool]] | None = attrs.field(
+        default=None, kw_only=True
+    )
+    prepare_next_turn: Callable[[TurnContext], MaybeAwaitable[NextTurn | None]] | None = (
+        attrs.field(default=None, kw_only=True)
+    )
     before_tool_call: (
         Callable[[BeforeToolCallContext, AbortSignal], MaybeAwaitable[BeforeToolCallResult | None]]
         | None
-    ) = None
+    ) = attrs.field(default=None, kw_only=True)
     after_tool_call: (
         Callable[[AfterToolCallContext, AbortSignal], MaybeAwaitable[AfterToolCallResult | None]]
         | None
-    ) = None
+    ) = attrs.field(default=None, kw_only=True)
     tool_execution: ToolExecution = attrs.field(
-        default="parallel", validator=lambda _c, _a, value: check_tool_execution(value)
+        default="parallel",
+        kw_only=True,
+        validator=lambda _c, _a, value: check_tool_execution(value),
     )
     max_parallel_tools: int | None = attrs.field(
-        default=None, validator=lambda _c, _a, value: check_max_parallel_tools(value)
+        default=None, kw_only=True, validator=lambda _c, _a, value: check_max_parallel_tools(value)
     )
-    options: StreamOptions = attrs.Factory(StreamOptions)
+    options: StreamOptions = attrs.field(factory=StreamOptions, kw_only=True)
     steering_mode: QueueMode = attrs.field(
-        default="one-at-a-time", validator=lambda _c, _a, value: check_queue_mode(value)
+        default="one-at-a-time",
+        kw_only=True,
+        validator=lambda _c, _a, value: check_queue_mode(value),
     )
     follow_up_mode: QueueMode = attrs.field(
-        default="one-at-a-time", validator=lambda _c, _a, value: check_queue_mode(value)
+        default="one-at-a-time",
+        kw_only=True,
+        validator=lambda _c, _a, value: check_queue_mode(value),
     )
 
 
