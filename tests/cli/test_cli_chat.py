@@ -67,3 +67,44 @@ def test_ctrl_c_while_idle_quits_with_130() -> None:
         code = cli.finish()
     assert code == 130
     assert "interrupted: quitting" in cli.output
+
+
+def test_commands_between_turns_and_turn_numbers_that_go_on() -> None:
+    with LiveCli("chat") as cli:
+        cli.send_line("What is 2*3? sleep 0 s")
+        cli.wait_for("done · 2 turns")
+        cli.send_line("/help")
+        cli.wait_for("/model [ID]")
+        cli.send_line("/model")
+        assert cli.wait_for("model: ").strip() == "model: pi-demo (pi-demo, pi-demo)"
+        cli.send_line("/model pi-demo-2")
+        assert cli.wait_for("model: ").strip() == "model: pi-demo-2 (pi-demo, pi-demo)"
+        cli.send_line("/nope")
+        cli.wait_for("unknown command /nope; /help lists the commands")
+        cli.send_line("/clear")
+        cli.wait_for("conversation cleared")
+        cli.send_line("And 4*5? sleep 0 s")
+        cli.wait_for("done · 2 turns")  # the summary counts the run's own turns
+        cli.close_stdin()
+        code = cli.finish()
+    out = cli.output
+    assert code == 0, out
+    assert [line for line in out.splitlines() if line.startswith("── turn")] == [
+        "── turn 1",
+        "── turn 2",
+        "── turn 3",
+        "── turn 4",
+    ]
+    assert "✓ calculate: 4*5 = 20" in out
+
+
+def test_a_command_while_the_agent_works_is_not_taken_for_steering() -> None:
+    with LiveCli("chat") as cli:
+        cli.send_line("What is 2+2? sleep 1.5 seconds")
+        cli.wait_for("→ now")
+        cli.send_line("/clear")
+        cli.wait_for("commands work between turns; Ctrl-C aborts this one")
+        cli.close_stdin()
+        code = cli.finish()
+    assert code == 0, cli.output
+    assert "queued message" not in cli.output

@@ -202,3 +202,15 @@ def test_the_console_script_and_version() -> None:
     )
     assert done.returncode == 0
     assert done.stdout.startswith("pi-core ")
+
+
+def test_timeout_gives_up_on_a_server_that_never_answers_and_the_banner_shows_its_url() -> None:
+    with socket.socket() as silent:  # accepts connections (the kernel's backlog), never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        base_url = f"http://127.0.0.1:{silent.getsockname()[1]}/v1"
+        args = ("run", "--provider", "openai", "--model", "m", "--base-url", base_url)
+        done = run_cli(*args, "--timeout", "0.5", "hi", env={"OPENAI_API_KEY": "test-key"})
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith(f"pi-core · m via openai-completions at {base_url} · tools: ")
+    assert "error: Request timed out" in done.stdout

@@ -157,6 +157,12 @@ def _agent_options() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print one JSON event per line instead of the live view"
     )
     group.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="give up on a model request after this many seconds (default: no limit)",
+    )
+    group.add_argument(
         "--json-compact",
         action="store_true",
         help="as --json, but message_update events carry only the stream event without its "
@@ -256,6 +262,7 @@ def _settings(args: argparse.Namespace) -> AgentSettings:
         tool_execution=args.tool_execution,
         json=args.json or args.json_compact,
         json_compact=args.json_compact,
+        timeout=args.timeout,
         mcp=tuple(args.mcp),
         mcp_urls=tuple(args.mcp_url),
     )

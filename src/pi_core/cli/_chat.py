@@ -34,7 +34,14 @@ from ._setup import AgentSettings, build_agent
 
 __all__ = ["chat_command"]
 
-_HELP = "Type a message. While the agent works, a line steers it; Ctrl-C aborts; Ctrl-D quits."
+_HELP = (
+    "Type a message. While the agent works, a line steers it; Ctrl-C aborts; Ctrl-D quits. "
+    "/help lists the commands."
+)
+_COMMANDS = """commands (between turns):
+  /help        this list
+  /clear       forget the conversation (the transcript and the queues)
+  /model [ID]  show the model, or switch to model ID of the same provider"""
 
 
 @attrs.frozen
@@ -131,6 +138,11 @@ class _ChatSession:
         if not text:
             if not self.running:
                 self._show_prompt()
+        elif text.startswith("/") and self.running:
+            self.renderer.note("commands work between turns; Ctrl-C aborts this one")
+        elif text.startswith("/"):
+            self.renderer.note(self._command(text))
+            self._show_prompt()
         elif self.running and self.aborting:
             # The turn is closing out after Ctrl-C (it may even have ended already, its end not
             # yet handled here): an aborted run polls no steering, so the line is the next prompt.
@@ -140,6 +152,22 @@ class _ChatSession:
             self.renderer.note(f"steering queued: {text}")
         else:
             self._start(lambda: self.agent.prompt(text), tg, send)
+
+    def _command(self, text: str) -> str:
+        """Carry out a slash command; returns what to tell the user."""
+        name, _, argument = text.partition(" ")
+        argument = argument.strip()
+        if name == "/help":
+            return _COMMANDS
+        if name == "/clear":
+            self.agent.reset()
+            return "conversation cleared"
+        if name == "/model":
+            if argument:
+                self.agent.model = attrs.evolve(self.agent.model, id=argument, name=argument)
+            model = self.agent.model
+            return f"model: {model.id} ({model.provider}, {model.api})"
+        return f"unknown command {name}; /help lists the commands"
 
     def _on_interrupt(self) -> None:
         signal = self.agent.signal

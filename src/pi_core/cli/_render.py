@@ -175,6 +175,8 @@ class LiveRenderer:
         self.style = style
         self.echo_prompt = echo_prompt
         self.stats = RunStats()
+        self.turn_number = 0
+        """Turns shown so far: numbering goes on across the runs of a chat."""
         self._at_line_start = True
         self._seen_assistant = False
         self._tool_started: dict[str, float] = {}
@@ -211,7 +213,8 @@ class LiveRenderer:
         if event.type == "agent_start":
             self._seen_assistant = False
         elif event.type == "turn_start":
-            self._line(self.style.dim(f"── turn {self.stats.turns + 1}"))
+            self.turn_number += 1
+            self._line(self.style.dim(f"── turn {self.turn_number}"))
         elif isinstance(event, MessageStart):
             self._message_start(event)
         elif isinstance(event, MessageUpdate):

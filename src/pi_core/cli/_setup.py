@@ -67,6 +67,8 @@ class AgentSettings:
     thinking: ThinkingLevel = "off"
     tool_execution: ToolExecution = "parallel"
     json: bool = False
+    timeout: float | None = None
+    """Seconds for each model request (``StreamOptions.timeout``)."""
     json_compact: bool = False
     """With ``json``: message_update events in the proxy's compact form."""
     mcp: tuple[str, ...] = ()
@@ -135,7 +137,10 @@ def _direct(settings: AgentSettings) -> Connection:
     stream_fn = _stream_fn(model.api)
     key = _api_key(settings.api_key_env or api_key_env(model.provider))
     label = f"{model.id} via {model.api}"
-    return Connection(model, stream_fn, StreamOptions(api_key=key), label)
+    if model.base_url:
+        label += f" at {model.base_url}"
+    options = StreamOptions(api_key=key, timeout=settings.timeout)
+    return Connection(model, stream_fn, options, label)
 
 
 def _direct_model(settings: AgentSettings) -> Model:
@@ -193,7 +198,8 @@ def _proxy(settings: AgentSettings) -> Connection:
     api = _require(api, "--api (the model's api on the proxy server) is required with --model")
     model = Model(model_id, api=api, provider="proxy", reasoning=settings.thinking != "off")
     stream_fn = ProxyStream(url, token)
-    return Connection(model, stream_fn, StreamOptions(), f"{model_id} ({api}) via proxy {url}")
+    options = StreamOptions(timeout=settings.timeout)
+    return Connection(model, stream_fn, options, f"{model_id} ({api}) via proxy {url}")
 
 
 def _require(value: str | None, message: str) -> str:
