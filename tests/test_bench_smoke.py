@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ sits next to tests/
 
-from bench import floors, scenarios
+from bench import floors, scenarios, tool_args
 
 from pi_core import AgentContext, AgentEvent, AgentLoopConfig, UserMessage, run_agent_loop
 
@@ -65,3 +65,9 @@ async def test_turns_emit_sixteen_events_per_tool_turn() -> None:
     expected = [*prompt, *TOOL_TURN[1:], *TOOL_TURN, *TEXT_TURN, "agent_end"]
     assert [event.type for event in events] == expected
     assert len(events) == scenarios.SPECS["turns"].events(3)
+
+
+@pytest.mark.parametrize("path", sorted(tool_args.PATHS))
+def test_the_tool_arguments_scenario_rebuilds_the_whole_arguments(path: str) -> None:
+    row = tool_args.measure(path, 4, 4)  # measure() checks the final arguments hold it all
+    assert row["params"] == {"path": path, "kib": 4, "delta": 4, "deltas": 1105}

@@ -7,6 +7,7 @@ closes it. Providers translate their wire events into these calls and never buil
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jiter
@@ -36,7 +37,61 @@ from .._messages import (
     Usage,
 )
 
-__all__ = ["PartialMessage", "parse_final_json", "parse_partial_json"]
+__all__ = ["PartialMessage", "StreamingJson", "parse_final_json", "parse_partial_json"]
+
+_ALWAYS_PARSED_CHARS = 8 * 1024
+"""Arguments up to this size are re-parsed on every fragment: what a UI shows is exact."""
+_PARSE_GROWTH = 1.25
+"""Past that size, they are re-parsed once the text has grown by a quarter since the last parse:
+parsing stays linear in the size of the arguments instead of quadratic (a model writing a file
+through a tool sends hundreds of KiB in fragments of a few characters)."""
+
+
+class StreamingJson:
+    """The JSON text of a tool call's arguments as it streams in, and the object read from it.
+
+    Fragments are kept in a list and joined only to parse, and large texts are parsed at
+    geometrically spaced sizes (see :data:`_PARSE_GROWTH`); :meth:`current` parses whatever
+    arrived since, so the end of a call always sees all of it.
+
+    Args:
+        parse: ``parse(text, previous)`` → the object readable from ``text``.
+    """
+
+    __slots__ = ("_fragments", "_length", "_next_parse", "_parse", "_parsed", "value")
+
+    def __init__(self, parse: Callable[[str, dict[str, Any]], dict[str, Any]]) -> None:
+        self._parse = parse
+        self._fragments: list[str] = []
+        self._length = 0
+        self._next_parse = 0
+        self._parsed = True
+        self.value: dict[str, Any] = {}
+        """The object read at the last parse."""
+
+    @property
+    def text(self) -> str:
+        """Everything received so far."""
+        if len(self._fragments) > 1:
+            self._fragments[:] = ["".join(self._fragments)]
+        return self._fragments[0] if self._fragments else ""
+
+    def add(self, fragment: str) -> dict[str, Any]:
+        """Take the next fragment; return the object, re-parsed if it is due."""
+        self._fragments.append(fragment)
+        self._length += len(fragment)
+        self._parsed = False
+        if self._length >= self._next_parse or self._length <= _ALWAYS_PARSED_CHARS:
+            return self.current()
+        return self.value
+
+    def current(self) -> dict[str, Any]:
+        """The object read from everything received so far."""
+        if not self._parsed:
+            self.value = self._parse(self.text, self.value)
+            self._parsed = True
+            self._next_parse = int(self._length * _PARSE_GROWTH)
+        return self.value
 
 
 def parse_partial_json(text: str, previous: dict[str, Any]) -> dict[str, Any]:
@@ -120,7 +175,7 @@ class PartialMessage:
     def __init__(self, model: Model) -> None:
         self.message = AssistantMessage([], model.api, model.provider, model.id)
         self._open: set[int] = set()
-        self._json: dict[int, str] = {}
+        self._json: dict[int, StreamingJson] = {}
         self._held: dict[int, str] = {}
         """A block's last high surrogate, held back until its low half arrives."""
 
@@ -208,8 +263,10 @@ class PartialMessage:
         self, call_id: str, name: str, arguments: dict[str, Any] | None = None
     ) -> ToolCallStart:
         """Open a tool call block; its arguments then grow from JSON fragments."""
-        index = self._append(ToolCall(call_id, name, dict(arguments or {})))
-        self._json[index] = ""
+        block = ToolCall(call_id, name, dict(arguments or {}))
+        index = self._append(block)
+        self._json[index] = streaming = StreamingJson(parse_partial_json)
+        streaming.value = block.arguments
         return ToolCallStart(index, self.message)
 
     def tool_call(self, index: int) -> ToolCall:
@@ -221,23 +278,31 @@ class PartialMessage:
     def add_tool_json(self, index: int, fragment: str) -> ToolCallDelta | None:
         """Append a raw JSON fragment to the arguments of the tool call at ``index``.
 
-        The block's ``arguments`` become a new dict parsed from everything so far, so a consumer
-        that kept the previous dict still holds its snapshot. A fragment for a call that was
-        already closed (a server interleaving calls) still updates it but emits nothing, since
-        nothing may follow a block's end.
+        The block's ``arguments`` become a new dict parsed from everything so far (for large
+        arguments, from nearly everything: see :class:`StreamingJson`), so a consumer that kept
+        the previous dict still holds its snapshot. A fragment for a call that was already
+        closed (a server interleaving calls) still updates it but emits nothing, since nothing
+        may follow a block's end.
         """
         block = self.tool_call(index)
-        text = self._json.get(index, "") + fragment
-        self._json[index] = text
+        streaming = self._streaming(index)
+        arguments = streaming.add(fragment)
         if index not in self._open:
-            block.arguments = parse_final_json(text)
+            block.arguments = parse_final_json(streaming.text)
             return None
-        block.arguments = parse_partial_json(text, block.arguments)
+        block.arguments = arguments
         return ToolCallDelta(index, fragment, self.message)
 
     def tool_json(self, index: int) -> str:
         """The raw JSON text of the arguments of the tool call at ``index``, as received."""
-        return self._json.get(index, "")
+        streaming = self._json.get(index)
+        return streaming.text if streaming is not None else ""
+
+    def _streaming(self, index: int) -> StreamingJson:
+        streaming = self._json.get(index)
+        if streaming is None:
+            self._json[index] = streaming = StreamingJson(parse_partial_json)
+        return streaming
 
     def is_open(self, index: int) -> bool:
         """True while the block at ``index`` has started and not ended."""
@@ -254,7 +319,7 @@ class PartialMessage:
             return TextEnd(index, block.text, self.message)
         if isinstance(block, ThinkingContent):
             return ThinkingEnd(index, block.thinking, self.message)
-        text = self._json.get(index, "")
+        text = self.tool_json(index)
         if text.strip():
             block.arguments = parse_final_json(text)
         return ToolCallEnd(index, block, self.message)

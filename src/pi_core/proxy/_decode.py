@@ -34,6 +34,7 @@ from .._events import (
 from .._exceptions import ProxyError
 from .._messages import AssistantMessage, Model, TextContent, ThinkingContent, ToolCall, Usage
 from .._texts import clip
+from ..providers._partial import StreamingJson
 from ..serialization import from_dict
 
 __all__ = ["WireDecoder", "parse_streaming_json"]
@@ -66,7 +67,7 @@ class WireDecoder:
         self.started = False
         self.terminal: StreamDone | StreamError | None = None
         self._buffer = bytearray()
-        self._json: dict[int, str] = {}
+        self._json: dict[int, StreamingJson] = {}
 
     def feed(self, chunk: bytes) -> Iterator[AssistantMessageEvent]:
         """The events completed by ``chunk``, one by one; the terminal event, if any, is the
@@ -175,17 +176,18 @@ class WireDecoder:
     def _toolcall_start(self, data: dict[str, Any]) -> ToolCallStart:
         call = ToolCall(_string(data, "id"), _string(data, "toolName"), {})
         index = self._place(data, call)
-        self._json[index] = ""
+        self._json[index] = StreamingJson(_parse_streaming)
         return ToolCallStart(index, self.partial)
 
     def _toolcall_delta(self, data: dict[str, Any]) -> ToolCallDelta:
         message = "Received toolcall_delta for non-toolCall content"
         index, block = self._block(data, ToolCall, message)
         delta = _string(data, "delta")
-        text = self._json.get(index, "") + delta
-        self._json[index] = text
+        streaming = self._json.get(index)
+        if streaming is None:
+            self._json[index] = streaming = StreamingJson(_parse_streaming)
         # A new block, as upstream's spread copy: an earlier event's block keeps its arguments.
-        self.partial.content[index] = attrs.evolve(block, arguments=parse_streaming_json(text))
+        self.partial.content[index] = attrs.evolve(block, arguments=streaming.add(delta))
         return ToolCallDelta(index, delta, self.partial)
 
     def _toolcall_end(self, data: dict[str, Any]) -> ToolCallEnd | None:
@@ -194,7 +196,10 @@ class WireDecoder:
         block = content[index] if index < len(content) else None
         if not isinstance(block, ToolCall):
             return None  # upstream ignores it without an error
-        self._json.pop(index, None)
+        streaming = self._json.pop(index, None)
+        if streaming is not None and streaming.current() is not block.arguments:
+            # Large arguments are parsed now and then while they stream: read all of them.
+            block = content[index] = attrs.evolve(block, arguments=streaming.current())
         return ToolCallEnd(index, block, self.partial)
 
     def _done(self, data: dict[str, Any]) -> StreamDone:
@@ -264,6 +269,10 @@ _HANDLERS: dict[str, _Handler] = {
     "done": WireDecoder._done,
     "error": WireDecoder._error,
 }
+
+
+def _parse_streaming(text: str, previous: dict[str, Any]) -> dict[str, Any]:
+    return parse_streaming_json(text)
 
 
 def parse_streaming_json(text: str) -> dict[str, Any]:
