@@ -35,6 +35,7 @@ from .nursery import AbortSignal
 
 __all__ = [
     "DEFAULT_HTTP_TIMEOUT",
+    "MAX_LINE_BYTES",
     "RETRY_STATUSES",
     "HttpCall",
     "RequestAborted",
@@ -69,6 +70,11 @@ _log = logging.getLogger("pi_core")
 # The wait between attempts and its jitter; tests replace them to see and release each wait.
 _sleep: Callable[[float], Awaitable[None]] = anyio.sleep
 _random: Callable[[], float] = random.random
+
+
+MAX_LINE_BYTES = 32 * 1024 * 1024
+"""The longest line of an event stream a client holds in memory (and the most data of one
+event): a longer one ends the reply with an error instead of growing without end."""
 
 
 class RequestAborted(Exception):

@@ -8,6 +8,8 @@ from typing import Any
 
 import attrs
 import pytest
+from _replay_server import Reply, open_replay_server, sse_event
+from _stream_checks import collect, final_message
 
 from pi_core import (
     AssistantMessage,
@@ -28,6 +30,8 @@ from pi_core.providers import openai
 from pi_core.providers._openai_compat import resolve_compat
 from pi_core.providers._openai_convert import normalize_call_id
 from pi_core.serialization import from_dict, to_dict
+
+pytestmark = pytest.mark.anyio
 
 KEY = StreamOptions(api_key="sk-test")
 TOOL = Tool("echo", "Echo it.", {"type": "object"})
@@ -274,3 +278,30 @@ def test_foreign_ids_are_normalised_alike_in_calls_and_results() -> None:
     assert normalize_call_id(composite) == "call_abc"
     assert normalize_call_id("call_ok-1") == "call_ok-1"
     assert normalize_call_id("x" * 50 + "1") != normalize_call_id("x" * 50 + "2")
+
+
+async def test_a_served_request_follows_compat_and_normalises_foreign_ids(
+    anyio_backend: str,
+) -> None:
+    ok = [
+        sse_event({"id": "c", "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]}),
+        sse_event("[DONE]"),
+    ]  # fmt: skip
+    composite = "call_abc|fc_" + "+/=" * 50
+    async with open_replay_server([Reply(200, ok)], anyio_backend) as server:
+        target = model(
+            server.base_url + "/v1",
+            reasoning=True,
+            compat=ModelCompat(thinking_format="deepseek", requires_tool_result_name=True),
+        )
+        options = StreamOptions(api_key="k", reasoning="high")
+        events = await collect(
+            openai.stream_openai(target, Context(None, tool_round(composite)), options)
+        )
+        assert final_message(events).stop_reason == "stop"
+        sent = server.requests[0].body
+    assert (sent["thinking"], sent["reasoning_effort"]) == ({"type": "enabled"}, "high")
+    assert sent["tools"] == []
+    call, result = sent["messages"][1]["tool_calls"][0], sent["messages"][2]
+    assert call["id"] == result["tool_call_id"] == "call_abc"
+    assert result["name"] == "echo"

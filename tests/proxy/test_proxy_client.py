@@ -383,6 +383,21 @@ async def test_toolcall_end_for_another_block_is_ignored_as_upstream() -> None:
     assert kinds(events) == ["start", "text_start", "done"]
 
 
+async def test_a_line_past_the_limit_ends_the_stream() -> None:
+    from pi_core._http import MAX_LINE_BYTES
+
+    block = b"x" * (1024 * 1024)
+    chunks = [wire({"type": "start"}), b'data: {"type": "text_delta", "delta": "']
+    chunks += [block] * (MAX_LINE_BYTES // len(block) + 2)  # one line, never ended
+    stream = ChunkStream(chunks)
+    events = await run(lambda _: sse(stream))
+    assert kinds(events) == ["start", "error"]
+    assert error_of(events).error.error_message == (
+        f"A line of the proxy stream is longer than {MAX_LINE_BYTES} bytes"
+    )
+    assert stream.closed.is_set()
+
+
 async def test_a_network_error_is_a_stream_error() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         raise httpx.ConnectError("connection refused", request=request)

@@ -16,12 +16,11 @@ from collections.abc import AsyncIterator
 
 from httpx_sse import ServerSentEvent
 
-from .._http import discard
+from .._http import MAX_LINE_BYTES, discard
 
 __all__ = ["MAX_SSE_LINE_BYTES", "SSELimitExceeded", "aiter_sse"]
 
-MAX_SSE_LINE_BYTES = 32 * 1024 * 1024
-"""The longest line (and the most data of one event) read from an event stream."""
+MAX_SSE_LINE_BYTES = MAX_LINE_BYTES
 
 
 class SSELimitExceeded(Exception):

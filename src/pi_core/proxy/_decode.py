@@ -32,6 +32,7 @@ from .._events import (
     ToolCallStart,
 )
 from .._exceptions import ProxyError
+from .._http import MAX_LINE_BYTES
 from .._messages import AssistantMessage, Model, TextContent, ThinkingContent, ToolCall, Usage
 from .._texts import clip
 from ..providers._partial import StreamingJson
@@ -81,6 +82,10 @@ class WireDecoder:
             return
         self._buffer += chunk
         if b"\n" not in chunk:
+            if len(self._buffer) > MAX_LINE_BYTES:
+                raise ProxyError(
+                    f"A line of the proxy stream is longer than {MAX_LINE_BYTES} bytes"
+                )
             return
         *lines, rest = self._buffer.split(b"\n")
         self._buffer = bytearray(rest)
