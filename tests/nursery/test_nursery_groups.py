@@ -1,14 +1,15 @@
-"""unwrap_single_exception: a single failure escapes as itself, several stay a group."""
+"""unwrap_single_exception: one failure escapes as itself, several as one ConcurrentTaskError."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import traceback
 
 import anyio
 import pytest
 
-from pi_core.nursery import unwrap_single_exception
+from pi_core.nursery import ConcurrentTaskError, unwrap_single_exception
 
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup, ExceptionGroup
@@ -73,18 +74,52 @@ def test_a_single_base_exception_is_unwrapped() -> None:
     assert excinfo.value is error
 
 
-def test_several_exceptions_stay_a_group() -> None:
-    group = ExceptionGroup("group", [ValueError("a"), TypeError("b")])
-    with pytest.raises(ExceptionGroup) as excinfo, unwrap_single_exception():
+def test_several_errors_become_one_error_raised_from_the_group() -> None:
+    errors = [ValueError("a"), TypeError("b")]
+    group = ExceptionGroup("group", errors)
+    with pytest.raises(ConcurrentTaskError) as excinfo, unwrap_single_exception():
         raise group
-    assert excinfo.value is group
+    assert excinfo.value.__cause__ is group
+    assert excinfo.value.group is group
+    assert str(excinfo.value) == "2 concurrent tasks failed: ValueError('a'), TypeError('b')"
 
 
-def test_several_exceptions_deeper_down_stay_the_outer_group() -> None:
-    group = ExceptionGroup("outer", [ExceptionGroup("inner", [ValueError("a"), TypeError("b")])])
-    with pytest.raises(ExceptionGroup) as excinfo, unwrap_single_exception():
+def test_several_errors_deeper_down_are_counted_at_every_depth() -> None:
+    group = ExceptionGroup("outer", [ExceptionGroup("inner", [ValueError("a")]), TypeError("b")])
+    with (
+        pytest.raises(ConcurrentTaskError, match="2 concurrent") as excinfo,
+        unwrap_single_exception(),
+    ):
         raise group
-    assert excinfo.value is group
+    assert excinfo.value.group is group
+
+
+def test_cancellations_beside_one_error_do_not_count() -> None:
+    error = ValueError("the one")
+    group = BaseExceptionGroup(
+        "group", [asyncio.CancelledError(), BaseExceptionGroup("inner", [error])]
+    )
+    with pytest.raises(ValueError, match="the one") as excinfo, unwrap_single_exception():
+        raise group
+    assert excinfo.value is error
+
+
+def test_only_cancellations_raise_the_first() -> None:
+    first, second = asyncio.CancelledError("first"), asyncio.CancelledError("second")
+    with pytest.raises(asyncio.CancelledError) as excinfo, unwrap_single_exception():
+        raise BaseExceptionGroup("group", [first, second])
+    assert excinfo.value is first
+
+
+@pytest.mark.parametrize("kind", [KeyboardInterrupt, SystemExit])
+def test_an_interrupt_beside_an_error_wins_raised_from_the_group(
+    kind: type[BaseException],
+) -> None:
+    group = BaseExceptionGroup("group", [ValueError("a"), kind("stop")])
+    with pytest.raises(kind) as excinfo, unwrap_single_exception():
+        raise group
+    assert excinfo.value.args == ("stop",)
+    assert excinfo.value.__cause__ is group
 
 
 def test_the_traceback_of_the_unwrapped_exception_is_kept() -> None:
@@ -163,9 +198,60 @@ async def test_a_task_group_with_two_failing_children() -> None:
             await both.wait()
         raise error
 
-    with anyio.fail_after(5), pytest.raises(ExceptionGroup) as excinfo, unwrap_single_exception():
+    with (
+        anyio.fail_after(5),
+        pytest.raises(ConcurrentTaskError) as excinfo,
+        unwrap_single_exception(),
+    ):
         async with anyio.create_task_group() as tg:
             for error in errors:
                 tg.start_soon(fail, error)
-    leaves = excinfo.value.exceptions
+    leaves = excinfo.value.group.exceptions
     assert sorted(map(id, leaves)) == sorted(map(id, errors))
+    assert excinfo.value.__cause__ is excinfo.value.group
+
+
+@pytest.mark.anyio
+async def test_a_failing_child_with_cancelled_siblings_escapes_as_itself() -> None:
+    error = ValueError("the failure")
+    started = anyio.Event()
+
+    async def sleeper() -> None:
+        started.set()
+        await anyio.sleep_forever()
+
+    async def fail() -> None:
+        await started.wait()
+        raise error
+
+    with (
+        anyio.fail_after(5),
+        pytest.raises(ValueError, match="the failure") as excinfo,
+        unwrap_single_exception(),
+    ):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sleeper)
+            tg.start_soon(sleeper)
+            tg.start_soon(fail)
+    assert excinfo.value is error
+
+
+@pytest.mark.anyio
+async def test_an_outer_cancellation_of_several_children_reaches_its_scope() -> None:
+    sleeping = 0
+    all_asleep = anyio.Event()
+
+    async def sleeper() -> None:
+        nonlocal sleeping
+        sleeping += 1
+        if sleeping == 3:
+            all_asleep.set()
+        await anyio.sleep_forever()
+
+    with anyio.fail_after(5), anyio.CancelScope() as scope, unwrap_single_exception():
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(sleeper)
+            await all_asleep.wait()
+            scope.cancel()
+    assert scope.cancelled_caught

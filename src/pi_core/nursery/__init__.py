@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ._abort import AbortController, AbortScope, AbortSignal
 from ._fanout import Job, Post, fan_out
-from ._groups import unwrap_single_exception
+from ._groups import ConcurrentTaskError, unwrap_single_exception
 from ._public import publish_module_names
 from ._stream import EventStream, open_event_stream
 
@@ -15,6 +15,7 @@ __all__ = (
     "AbortController",
     "AbortScope",
     "AbortSignal",
+    "ConcurrentTaskError",
     "EventStream",
     "Job",
     "Post",

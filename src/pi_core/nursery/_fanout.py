@@ -89,7 +89,9 @@ async def fan_out(
     ``signal``.
 
     If a job raises, the others are cancelled and the exception propagates as itself (with
-    ``task_group``, out of that group). A message posted after its job returned is dropped.
+    ``task_group``, out of that group); several jobs failing at once give one
+    :class:`ConcurrentTaskError` (see :func:`unwrap_single_exception`). A message posted after
+    its job returned is dropped.
     """
     results: list[R] = [None] * len(jobs)  # type: ignore[list-item]
     if not jobs:

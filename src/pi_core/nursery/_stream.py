@@ -65,7 +65,8 @@ async def open_event_stream(
     ``emit`` waits while ``buffer_size`` events are unread, so a slow consumer slows the producer
     and nothing is dropped. ``stream_type`` may name a subclass of :class:`EventStream` to hand
     out. Leaving the block before the producer finishes cancels it; an
-    exception raised by the producer cancels the block and propagates out of it as itself.
+    exception raised by the producer cancels the block and propagates out of it as itself (see
+    :func:`unwrap_single_exception` for several at once).
     """
     if buffer_size < 0:
         raise ValueError(f"buffer_size must be >= 0, not {buffer_size}")
