@@ -17,6 +17,9 @@ from json_events import load_events
 from pi_core import ToolExecutionEnd, ToolExecutionStart
 from pi_core.testing import check_event_grammar
 
+if sys.version_info < (3, 11):
+    from exceptiongroup import BaseExceptionGroup
+
 BACKENDS = ["asyncio"] + (["trio"] if importlib.util.find_spec("trio") else [])
 PROMPT = "What is 2 + 3 * 4? Then sleep 0.3 seconds."
 
@@ -214,3 +217,21 @@ def test_timeout_gives_up_on_a_server_that_never_answers_and_the_banner_shows_it
     assert done.returncode == 1, done.stderr
     assert done.stdout.startswith(f"pi-core · m via openai-completions at {base_url} · tools: ")
     assert "error: Request timed out" in done.stdout
+
+
+def test_a_closed_stdout_is_recognised_through_several_failed_tasks() -> None:
+    from pi_core.cli._app import _is_broken_pipe
+    from pi_core.nursery import ConcurrentTaskError, unwrap_single_exception
+
+    def raise_group(*errors: BaseException) -> BaseException:
+        try:
+            with unwrap_single_exception():
+                raise BaseExceptionGroup("tasks", list(errors))
+        except BaseException as exc:
+            return exc
+        raise AssertionError("unreachable")
+
+    both = raise_group(BrokenPipeError(), BrokenPipeError())
+    assert isinstance(both, ConcurrentTaskError)
+    assert _is_broken_pipe(both)
+    assert not _is_broken_pipe(raise_group(BrokenPipeError(), ValueError("real")))

@@ -16,6 +16,7 @@ from typing import Any, TypeVar, get_args
 import anyio
 
 from .._messages import ThinkingLevel
+from ..nursery import ConcurrentTaskError
 from ._chat import chat_command
 from ._interrupt import EXIT_ABORTED, EXIT_ERROR, EXIT_USAGE
 from ._run import run_command
@@ -276,6 +277,8 @@ def _is_broken_pipe(exc: BaseException) -> bool:
     """A closed stdout, possibly inside the exception groups of the task groups it crossed."""
     if isinstance(exc, BrokenPipeError):
         return True
+    if isinstance(exc, ConcurrentTaskError):
+        return _is_broken_pipe(exc.group)
     inner: tuple[BaseException, ...] = getattr(exc, "exceptions", ())
     return bool(inner) and all(_is_broken_pipe(sub) for sub in inner)
 
