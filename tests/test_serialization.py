@@ -635,6 +635,20 @@ def test_invalid_json_is_a_value_error() -> None:
         loads('{"role": "user"', pc.Message)
 
 
+@pytest.mark.parametrize(
+    "load",
+    [
+        lambda: loads('{"role": "user"', pc.Message),
+        lambda: from_dict({"role": "nobody"}, pc.Message),
+    ],
+)
+def test_data_that_does_not_load_is_a_serialization_error(load: Callable[[], object]) -> None:
+    with pytest.raises(pc.SerializationError, match="Cannot load Message") as excinfo:
+        load()
+    assert isinstance(excinfo.value, pc.PiCoreError)
+    assert isinstance(excinfo.value, ValueError)
+
+
 # --- tools and contexts ---------------------------------------------------------------------------
 
 

@@ -37,6 +37,7 @@ from ._exceptions import (
     ProviderError,
     ProxyError,
     RunError,
+    SerializationError,
     ToolArgumentsError,
 )
 from ._hooks import (
@@ -130,6 +131,7 @@ __all__ = (
     "RunResult",
     "RunTrace",
     "RunTracer",
+    "SerializationError",
     "StopReason",
     "StreamDone",
     "StreamError",

@@ -1,4 +1,23 @@
-"""The exception tree: every error pi_core raises on purpose is a :class:`PiCoreError`."""
+"""The exceptions pi_core raises, and the rule for which kind a failure is.
+
+The rule is httpx's. A :class:`PiCoreError` reports a condition that a correct program can meet
+at run time and may want to handle: an agent that is busy, a model's tool arguments that fail
+the tool's schema, a provider that cannot serve a request, a proxy peer that breaks the
+protocol, data that does not describe what it should, a run that failed (:class:`RunError`,
+when asked for). Where a builtin fits, the error also subclasses it (:class:`AgentBusyError` is
+a ``RuntimeError``, :class:`ToolArgumentsError` and :class:`SerializationError` are
+``ValueError``\\ s), so ``except ValueError`` keeps working.
+
+A mistake in the calling program is a builtin, as in the standard library, and is not meant to be
+caught but fixed: ``TypeError`` for an argument of the wrong type (or a tool that returns one),
+``ValueError`` for a bad value or setting (``Agent(max_parallel_tools=0)``, an unknown queue
+mode, continuing a run from nothing), ``RuntimeError`` for a call made at a moment it cannot be
+honoured (the result of a run that did not complete).
+
+Inside a run, a failing model call is the reply's ``StreamError`` and a failing tool its error
+result; any other failure propagates out of the loop functions as itself, and the Agent turns it
+into ``state.error_message`` (see "Failures" in the concepts page, which also states this rule).
+"""
 
 from __future__ import annotations
 
@@ -13,12 +32,17 @@ __all__ = [
     "ProviderError",
     "ProxyError",
     "RunError",
+    "SerializationError",
     "ToolArgumentsError",
 ]
 
 
 class PiCoreError(Exception):
-    """Base class of every error raised by pi_core itself."""
+    """Base class of the errors a correct program can meet at run time and may handle.
+
+    A mistake in the calling program is a plain ``TypeError``, ``ValueError`` or ``RuntimeError``
+    instead (see "Which exceptions" in the concepts page).
+    """
 
 
 class AgentBusyError(PiCoreError, RuntimeError):
@@ -36,9 +60,13 @@ class ToolArgumentsError(PiCoreError, ValueError):
 
 
 class ProviderError(PiCoreError):
-    """Raised when a provider is misconfigured before any request is made (for example no API key).
+    """A provider cannot serve a request: no API key, an error status, a stream that is malformed,
+    reports an error or ends early.
 
-    Failures of a request itself are reported as a ``StreamError`` event, never raised.
+    A built-in provider raises it when called without an API key, before any request. A failed
+    request it reports as its stream's terminal ``StreamError``, whose ``error_message`` is the
+    text of the ``ProviderError`` it met. In a run both become the same failed reply, as does
+    any exception a stream function of your own raises.
     """
 
 
@@ -56,3 +84,9 @@ class RunError(PiCoreError):
         super().__init__(message)
         self.result = result
         """The outcome of the run: its messages, its reply, its error."""
+
+
+class SerializationError(PiCoreError, ValueError):
+    """Raised by :func:`~pi_core.serialization.from_dict` and
+    :func:`~pi_core.serialization.loads` for data that does not describe the class asked for;
+    the text lists each problem with its path."""

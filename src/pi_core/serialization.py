@@ -43,6 +43,7 @@ from cattrs.gen import make_dict_unstructure_fn_from_attrs as _make_unstructure_
 from cattrs.v import format_exception
 
 from ._events import AgentEvent, AssistantMessageEvent
+from ._exceptions import SerializationError
 from ._messages import (
     AgentContext,
     AgentMessage,
@@ -124,8 +125,9 @@ def from_dict(data: object, cls: object) -> Any:
         Free-form values (tool arguments, details, schemas) are taken over, not copied.
 
     Raises:
-        ValueError: ``data`` does not describe a ``cls`` (an unknown ``role`` / ``type``, a
-            missing field, a value of the wrong kind); the text lists each problem with its path.
+        SerializationError: ``data`` does not describe a ``cls`` (an unknown ``role`` /
+            ``type``, a missing field, a value of the wrong kind); the text lists each problem
+            with its path. It is a ``ValueError``.
         TypeError: ``cls`` cannot come from JSON (an :class:`AgentTool`: its functions are not).
     """
     if isinstance(cls, type) and issubclass(cls, AgentTool):
@@ -136,7 +138,7 @@ def from_dict(data: object, cls: object) -> Any:
         return _converter.structure(data, cls)  # type: ignore[arg-type]
     except (BaseValidationError, ValueError, TypeError, AttributeError) as exc:
         problems = "; ".join(_problems(exc, "$", None))
-        raise ValueError(f"Cannot load {_type_name(cls)}: {problems}") from exc
+        raise SerializationError(f"Cannot load {_type_name(cls)}: {problems}") from exc
 
 
 def dumps(obj: object) -> str:
@@ -161,12 +163,13 @@ def loads(text: str | bytes, cls: object) -> Any:
     """Parse JSON text and build an object of ``cls`` from it (see :func:`from_dict`).
 
     Raises:
-        ValueError: the text is not JSON, or does not describe a ``cls``.
+        SerializationError: the text is not JSON, or does not describe a ``cls`` (a
+            ``ValueError``).
     """
     try:
         data = jiter.from_json(text.encode() if isinstance(text, str) else text)
     except ValueError as exc:
-        raise ValueError(f"Cannot load {_type_name(cls)}: invalid JSON: {exc}") from exc
+        raise SerializationError(f"Cannot load {_type_name(cls)}: invalid JSON: {exc}") from exc
     return from_dict(data, cls)
 
 

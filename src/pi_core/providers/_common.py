@@ -22,6 +22,7 @@ import httpx
 from httpx_sse import ServerSentEvent
 
 from .._events import AssistantMessageEvent
+from .._exceptions import ProviderError
 from .._http import HttpCall, RequestAborted, RequestGuard, RequestTimedOut, RetryPolicy
 from .._messages import Context, Model, Usage, UsageCost
 from .._options import StreamOptions
@@ -52,8 +53,9 @@ _MAX_ERROR_BODY = 64 * 1024
 _DRAIN_GRACE = 2.0
 
 
-class StreamFailure(Exception):
-    """A failure with a message meant for ``AssistantMessage.error_message`` as it is."""
+class StreamFailure(ProviderError):
+    """A provider failure met while the request streams: its text is the ``StreamError``'s
+    ``error_message`` as it is."""
 
 
 @attrs.frozen
@@ -98,11 +100,11 @@ def require_api_key(model: Model, options: StreamOptions, env_var: str) -> str:
     around it (a key read from a file keeps its newline, which no header may carry).
 
     Raises:
-        StreamFailure: neither is set; the message says how to provide one.
+        ProviderError: neither is set; the message says how to provide one.
     """
     api_key = (options.api_key or os.environ.get(env_var) or "").strip()
     if not api_key:
-        raise StreamFailure(
+        raise ProviderError(
             f"No API key for provider {model.provider!r}: "
             f"pass StreamOptions(api_key=...) or set {env_var}"
         )
@@ -189,7 +191,7 @@ def describe_exception(exc: BaseException) -> str:
     key (h11 refuses ``Illegal header value b'Bearer sk-…'``). As the official SDKs do, a
     transport failure is ``Connection error.`` and a client-side timeout ``Request timed out.``
     """
-    if isinstance(exc, (StreamFailure, SSELimitExceeded)):
+    if isinstance(exc, (ProviderError, SSELimitExceeded)):
         return str(exc)
     if isinstance(exc, httpx.TimeoutException):
         return REQUEST_TIMED_OUT
@@ -215,8 +217,8 @@ async def stream_sse(
 ) -> AsyncIterator[AssistantMessageEvent]:
     """Run one streaming request and yield the stream protocol for it.
 
-    ``prepare`` builds the request (it may raise :class:`StreamFailure`, e.g. for a missing API
-    key). ``StreamStart`` comes once the server has answered with a success status; a failure
+    ``prepare`` builds the request (a :class:`ProviderError` it raises is reported like any
+    other failure). ``StreamStart`` comes once the server has answered with a success status; a failure
     before that gives a lone ``StreamError``. Nothing is raised except cancellation from outside.
     """
     # One function on purpose: the response and the SSE iterator must be closed by this

@@ -127,14 +127,19 @@ def stream_anthropic(
 
     Returns:
         An async iterator of events ending with exactly one ``StreamDone`` or ``StreamError``.
-        Failures and aborts are ``StreamError`` events; nothing is raised except cancellation
-        from outside.
+        Failures of the request and aborts are ``StreamError`` events; nothing else is raised
+        while it streams, except cancellation from outside.
+
+    Raises:
+        ProviderError: no API key in ``options`` or ``ANTHROPIC_API_KEY``, before any request
+            (as the original's ``streamSimple`` throws); the loop makes it a failed reply.
     """
     opts = options if options is not None else StreamOptions()
+    api_key = require_api_key(model, opts, ENV_API_KEY)
     partial = PartialMessage(model)
     return stream_sse(
         partial,
-        functools.partial(_build_request, model, context, opts),
+        functools.partial(_build_request, model, context, opts, api_key),
         EventMapper(partial, model),
         opts,
         client,
@@ -160,9 +165,10 @@ def unregister() -> None:
 # --- the request --------------------------------------------------------------------------------
 
 
-def _build_request(model: Model, context: Context, options: StreamOptions) -> RequestSpec:
-    """The Messages request for ``context``; :class:`StreamFailure` without an API key."""
-    api_key = require_api_key(model, options, ENV_API_KEY)
+def _build_request(
+    model: Model, context: Context, options: StreamOptions, api_key: str
+) -> RequestSpec:
+    """The Messages request for ``context``, sent with ``api_key``."""
     fixed = {
         "x-api-key": api_key,
         "anthropic-version": ANTHROPIC_VERSION,
