@@ -5,6 +5,10 @@ from __future__ import annotations
 import importlib.util
 import os
 
+# Runs check their invariants (the run's task group holds no other task while the model streams):
+# set before pi_core is imported, which reads it once.
+os.environ.setdefault("PI_CORE_DEBUG", "1")
+
 import pytest
 from hypothesis import HealthCheck, settings
 

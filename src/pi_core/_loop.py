@@ -2,7 +2,9 @@
 
 A run is one structured-concurrency tree. It emits every event through one awaited ``emit``; an
 abort cancels the running phase (the model stream, the running tools, awaited tool hooks) and the
-run then closes out in order, outside the cancelled scope.
+run then closes out in order, outside the cancelled scope. Which scope the abort cancels in each
+phase, and the invariant the model call relies on (the run's task group holds no other task
+while the model streams), are set out once, in docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ from ._messages import (
     failed_reply,
 )
 from ._options import StreamFn, StreamOptions, close_stream, open_stream
+from ._run_group import DEBUG, WatchedTaskGroup
 from ._texts import NO_TERMINAL_EVENT, REQUEST_ABORTED, exception_text
 from ._tracer import RunTrace, RunTracer
 from .nursery import AbortSignal, EventStream, open_event_stream, unwrap_single_exception
@@ -239,6 +242,7 @@ class _Run:
         "signal",
         "task_group",
         "trace",
+        "watch",
     )
 
     def __init__(
@@ -265,6 +269,8 @@ class _Run:
         )
         self.task_group: TaskGroup | None = None
         self.trace: RunTrace | None = None
+        self.watch: WatchedTaskGroup | None = None
+        """The task group again, in debug runs, to check that the model streams alone in it."""
 
     async def run(self, prompts: Sequence[AgentMessage]) -> None:
         """Emit the opening events (with the prompts, if any), then run the turns.
@@ -275,6 +281,8 @@ class _Run:
         with unwrap_single_exception():
             async with anyio.create_task_group() as task_group:
                 self.task_group = task_group
+                if DEBUG:
+                    self.task_group = self.watch = WatchedTaskGroup(task_group)
                 await self.emit(AgentStart())
                 await self.emit(TurnStart())
                 for prompt in prompts:
@@ -416,11 +424,21 @@ class _AssistantStream:
         self._started = False
         if run.signal.aborted:
             final = self.aborted_message()
+        elif run.watch is not None:
+            final = await self._stream_watched(run.watch)
         elif run.abortable:
             final = await self._stream_abortable()
         else:
             final = await self._stream()
         return await self.finish(final)
+
+    async def _stream_watched(self, watch: WatchedTaskGroup) -> AssistantMessage:
+        """Stream with the debug checks of the run's task group around the model call."""
+        watch.model_call_starts()
+        try:
+            return await (self._stream_abortable() if self._run.abortable else self._stream())
+        finally:
+            watch.model_call_ended()
 
     async def finish(self, final: AssistantMessage) -> AssistantMessage:
         """Emit the end of the reply (and its start, if the stream never sent one)."""
