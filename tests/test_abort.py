@@ -1,4 +1,4 @@
-"""Abort as a cancel scope (SPEC §5): the running phase stops at once, then the close-out."""
+"""Abort as a cancel scope: the running phase stops at once, then the close-out."""
 
 from __future__ import annotations
 
@@ -376,7 +376,7 @@ async def test_outside_cancellation_is_not_an_abort() -> None:
 @pytest.mark.parametrize("kind", ["message_start", "message_update"])
 async def test_abort_from_a_listener_stops_a_stream_that_never_checkpoints(kind: str) -> None:
     # A provider may hand over a burst of buffered events without yielding to the event loop;
-    # an abort from a listener must still cut the reply short there (SPEC §5 case 1).
+    # an abort from a listener must still cut the reply short there.
     stream = ScriptedStream([scripted_reply("Hello there, how are you?")], checkpoints=False)
     controller = AbortController()
     recorder = Recorder()

@@ -1,4 +1,4 @@
-"""The agent loop: event orders of upstream §2.8, turns, steering, follow-ups, hooks, errors."""
+"""The agent loop: event orders of the original, turns, steering, follow-ups, hooks, errors."""
 
 from __future__ import annotations
 

@@ -267,7 +267,7 @@ def test_malformed_runs_are_rejected_with_the_place_and_the_reason(
 
 async def test_an_agent_failure_lifecycle_is_accepted_wherever_it_strikes() -> None:
     # The listener raises on the tool's progress update: the Agent cancels the tool, closes the
-    # run with its failure message, and the started tool call never gets its end (SPEC §7).
+    # run with its failure message, and the started tool call never gets its end.
     model = ScriptedStream([scripted_reply(ToolCall("a", "t", {}))])
     tools = ToolScript({"a": CallBehaviour(updates=1)})
     agent = Agent(model=model.model, stream_fn=model, tools=[tools.tool("t")])

@@ -4,8 +4,9 @@
 schema (the coercion plan and the compiled validator) is built once and cached; a cached call
 walks the arguments once to copy and coerce them and runs one compiled validator.
 
-Coercion follows upstream's ``coerceWithJsonSchema`` (reference §5 step 3). A few choices that
-the TypeScript original did not have to make, because JavaScript has a single number type:
+Coercion follows the original's ``coerceWithJsonSchema`` (the "Tools" section of the concepts
+page describes it). A few choices that the TypeScript original did not have to make, because
+JavaScript has a single number type:
 
 * A string coerced to ``number`` becomes an ``int`` when it is an integer literal (``"42"``),
   else a ``float`` (``"2.5"``, ``"42.0"``, ``"1e3"``). Only decimal notation is read; surrounding
@@ -101,7 +102,7 @@ def _clone(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-# --- primitive coercions (reference §5 step 3, "type") -------------------------------------------
+# --- primitive coercions (a schema's "type") ------------------------------------------------------
 
 
 class _Unchanged:

@@ -1,4 +1,4 @@
-"""AbortController / AbortSignal / AbortScope: abort as a cancel scope (SPEC §2 Concurrency, §5)."""
+"""AbortController / AbortSignal / AbortScope: abort as a cancel scope."""
 
 from __future__ import annotations
 

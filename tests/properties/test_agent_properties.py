@@ -1,4 +1,4 @@
-"""Properties of the Agent over arbitrary scripted runs: queues, abort and idle state (SPEC §5, §7).
+"""Properties of the Agent over arbitrary scripted runs: queues, abort and idle state.
 
 Steering and follow-up messages are queued by a listener while a chosen event is delivered, and
 the run may be aborted the same way, so every timing is an event index, never a sleep.
@@ -76,7 +76,7 @@ class Driver:
             self.agent.abort()
 
     def check_nothing_after_the_abort(self) -> None:
-        """No model call, no new turn and no queue poll once the run was aborted (SPEC §5.3)."""
+        """No model call, no new turn and no queue poll once the run was aborted."""
         abort_at, events = self.abort_at, self.events
         if self.llm_calls_at_abort is None or abort_at is None:
             return
@@ -101,7 +101,7 @@ class Driver:
 
 class OneAtATime:
     """An async listener that yields to the event loop and checks it is never entered twice:
-    tools keep running meanwhile, yet events reach listeners one at a time (SPEC §3)."""
+    tools keep running meanwhile, yet events reach listeners one at a time."""
 
     def __init__(self, agent: Agent) -> None:
         self.inside = False

@@ -1,4 +1,4 @@
-"""Properties of the loop over arbitrary scripted runs (SPEC §3 to §5), on asyncio and trio.
+"""Properties of the loop over arbitrary scripted runs, on asyncio and trio.
 
 Every run is ordered by release orders (see ``pi_core.testing.ToolScript``), never by sleeps;
 the only wall time is the tiny timeout of the ``slow`` tool.

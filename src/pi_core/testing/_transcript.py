@@ -20,7 +20,8 @@ def check_transcript(messages: Sequence[AgentMessage]) -> None:
     ``aborted``) has exactly one toolResult message, in the calls' order, right after the
     assistant message; other messages (steering, say) may follow the results. A toolResult
     message anywhere else answers no call. This holds after any run that completes or is
-    aborted (SPEC §5); a run that *failed* (SPEC §7) may leave calls unanswered.
+    aborted (see "Abort and close-out" in the concepts page); a run that *failed* (see
+    "Failures") may leave calls unanswered.
     """
     index = 0
     while index < len(messages):
