@@ -115,7 +115,9 @@ class _ActiveRun:
 class Agent:
     """A stateful agent: prompt it, steer it, queue follow-ups, listen to it, abort it.
 
-    Every option is keyword-only, and also a read-write attribute, read when a run starts.
+    Every option is keyword-only, and also a read-write attribute, read when a run starts. A bad
+    value (``max_parallel_tools=0``, an unknown ``tool_execution`` or queue mode) raises
+    ``ValueError`` where it is given, in the constructor or in the assignment.
 
     Args:
         system_prompt: the system prompt of every model call.
