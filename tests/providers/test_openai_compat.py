@@ -44,7 +44,7 @@ def model(base_url: str, model_id: str = "m", **fields: Any) -> Model:
 def request_of(
     model: Model, context: Context, options: StreamOptions = KEY
 ) -> tuple[dict[str, str], dict[str, Any]]:
-    spec = openai._build_request(model, context, options)
+    spec = openai._build_request(model, context, options, options.api_key or "")
     return spec.headers, json.loads(spec.encode())
 
 

@@ -312,14 +312,22 @@ def start_stream(
     context: Context,
     options: StreamOptions | None,
     client: httpx.AsyncClient | None,
-    build_request: Callable[[Model, Context, StreamOptions], RequestSpec],
+    build_request: Callable[[Model, Context, StreamOptions, str], RequestSpec],
     mapper: Callable[[PartialMessage, Model], EventMapper],
+    *,
+    api_key_env: str,
 ) -> AsyncIterator[AssistantMessageEvent]:
-    """The stream of one provider call: the request is built (by ``build_request``) when the
-    stream is first iterated, and ``mapper`` reads the server's events into the reply."""
+    """The stream of one provider call: the request is built (by ``build_request``, with the
+    API key) when the stream is first iterated, and ``mapper`` reads the server's events into
+    the reply.
+
+    Raises:
+        ProviderError: no API key in ``options`` or ``api_key_env``, before any request.
+    """
     opts = options if options is not None else StreamOptions()
+    api_key = require_api_key(model, opts, api_key_env)
     partial = PartialMessage(model)
-    prepare = functools.partial(build_request, model, context, opts)
+    prepare = functools.partial(build_request, model, context, opts, api_key)
     return stream_sse(partial, prepare, mapper(partial, model), opts, client)
 
 

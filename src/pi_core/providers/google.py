@@ -60,7 +60,6 @@ from ._common import (
     merge_headers,
     parse_event_json,
     register_stream,
-    require_api_key,
     start_stream,
 )
 from ._google_convert import convert_contents, convert_system, convert_tools, is_gemini_3
@@ -107,10 +106,16 @@ def stream_google(
 
     Returns:
         An async iterator of events ending with exactly one ``StreamDone`` or ``StreamError``.
-        Failures and aborts are ``StreamError`` events; nothing is raised except cancellation
-        from outside.
+        Failures of the request and aborts are ``StreamError`` events; nothing else is raised
+        while it streams, except cancellation from outside.
+
+    Raises:
+        ProviderError: no API key in ``options`` or ``GEMINI_API_KEY``, before any request (as the
+            original's ``streamSimple`` throws); the loop makes it a failed reply.
     """
-    return start_stream(model, context, options, client, _build_request, _ChunkMapper)
+    return start_stream(
+        model, context, options, client, _build_request, _ChunkMapper, api_key_env=ENV_API_KEY
+    )
 
 
 def register(*, client: httpx.AsyncClient | None = None) -> None:
@@ -142,9 +147,10 @@ def thinking_budget(model: Model, level: str, budgets: Mapping[str, int] | None 
 # --- the request --------------------------------------------------------------------------------
 
 
-def _build_request(model: Model, context: Context, options: StreamOptions) -> RequestSpec:
-    """The streamGenerateContent request; :class:`StreamFailure` without an API key."""
-    api_key = require_api_key(model, options, ENV_API_KEY)
+def _build_request(
+    model: Model, context: Context, options: StreamOptions, api_key: str
+) -> RequestSpec:
+    """The streamGenerateContent request, sent with ``api_key``."""
     headers = merge_headers(
         {"x-goog-api-key": api_key, "Content-Type": "application/json"},
         model.headers,

@@ -57,7 +57,6 @@ from ._common import (
     merge_headers,
     parse_event_json,
     register_stream,
-    require_api_key,
     start_stream,
 )
 from ._partial import PartialMessage
@@ -98,10 +97,16 @@ def stream_openai_responses(
 
     Returns:
         An async iterator of events ending with exactly one ``StreamDone`` or ``StreamError``.
-        Failures and aborts are ``StreamError`` events; nothing is raised except cancellation
-        from outside.
+        Failures of the request and aborts are ``StreamError`` events; nothing else is raised
+        while it streams, except cancellation from outside.
+
+    Raises:
+        ProviderError: no API key in ``options`` or ``OPENAI_API_KEY``, before any request (as the
+            original's ``streamSimple`` throws); the loop makes it a failed reply.
     """
-    return start_stream(model, context, options, client, _build_request, _ResponsesMapper)
+    return start_stream(
+        model, context, options, client, _build_request, _ResponsesMapper, api_key_env=ENV_API_KEY
+    )
 
 
 def register(*, client: httpx.AsyncClient | None = None) -> None:
@@ -120,9 +125,10 @@ def unregister() -> None:
 # --- the request --------------------------------------------------------------------------------
 
 
-def _build_request(model: Model, context: Context, options: StreamOptions) -> RequestSpec:
-    """The Responses request for ``context``; :class:`StreamFailure` without an API key."""
-    api_key = require_api_key(model, options, ENV_API_KEY)
+def _build_request(
+    model: Model, context: Context, options: StreamOptions, api_key: str
+) -> RequestSpec:
+    """The Responses request for ``context``, sent with ``api_key``."""
     headers = merge_headers(
         {
             "Authorization": f"Bearer {api_key}",
