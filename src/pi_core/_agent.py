@@ -70,7 +70,7 @@ T = TypeVar("T")
 
 
 class _LoopSetting(Generic[T]):
-    """An Agent attribute kept in the Agent's loop config: a bad value raises at assignment."""
+    """An Agent attribute kept in the Agent's loop settings: a bad value raises at assignment."""
 
     __slots__ = ("_name",)
 
@@ -84,13 +84,18 @@ class _LoopSetting(Generic[T]):
     def __get__(self, agent: Agent | None, owner: type[Agent]) -> _LoopSetting[T] | T:
         if agent is None:
             return self
-        value: T = getattr(agent._settings, self._name)
+        value: T = agent._settings[self._name]
         return value
 
     def __set__(self, agent: Agent, value: T) -> None:
         """Raises ``ValueError`` for a value the loop config refuses."""
-        change: dict[str, Any] = {self._name: value}
-        agent._settings = attrs.evolve(agent._settings, **change)
+        agent._settings = _checked({**agent._settings, self._name: value})
+
+
+def _checked(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings``, once ``AgentLoopConfig``'s validators have accepted them (``ValueError``)."""
+    AgentLoopConfig(DEFAULT_MODEL, **settings)
+    return settings
 
 
 class _ActiveRun:
@@ -180,22 +185,23 @@ class Agent:
         tracer: RunTracer | None = None,
     ) -> None:
         self._state = AgentState(system_prompt, model, thinking_level, tools, messages)
-        # The hooks and tool settings live in a loop config: its validators check every value,
-        # at construction and on every assignment (see _LoopSetting); each run's config is a
-        # copy with the model, the queues and the options of that run.
-        self._settings = AgentLoopConfig(
-            DEFAULT_MODEL,
-            stream_fn=stream_fn,
-            convert_to_llm=convert_to_llm,
-            transform_context=transform_context,
-            get_api_key=get_api_key,
-            before_tool_call=before_tool_call,
-            after_tool_call=after_tool_call,
-            prepare_next_turn=prepare_next_turn,
-            should_stop_after_turn=should_stop_after_turn,
-            tool_execution=tool_execution,
-            max_parallel_tools=max_parallel_tools,
-            tracer=tracer,
+        # The hooks and tool settings, as AgentLoopConfig takes them: its validators check every
+        # value, at construction and on every assignment (see _LoopSetting); each run's config
+        # is made of them and the model, the queues and the options of that run.
+        self._settings = _checked(
+            {
+                "stream_fn": stream_fn,
+                "convert_to_llm": convert_to_llm,
+                "transform_context": transform_context,
+                "get_api_key": get_api_key,
+                "before_tool_call": before_tool_call,
+                "after_tool_call": after_tool_call,
+                "prepare_next_turn": prepare_next_turn,
+                "should_stop_after_turn": should_stop_after_turn,
+                "tool_execution": tool_execution,
+                "max_parallel_tools": max_parallel_tools,
+                "tracer": tracer,
+            }
         )
         self.session_id = session_id
         self.thinking_budgets = thinking_budgets
@@ -455,13 +461,13 @@ class Agent:
         return failure
 
     def _loop_config(self) -> AgentLoopConfig:
-        return attrs.evolve(
-            self._settings,
-            model=self._state.model,
+        return AgentLoopConfig(
+            self._state.model,
             get_steering_messages=self._poll_steering,
             get_follow_up_messages=self._follow_ups.drain,
             options=self._stream_options(),
             clock=self.clock,
+            **self._settings,
         )
 
     def _poll_steering(self) -> list[AgentMessage]:
