@@ -29,7 +29,7 @@ def claude(model_id: str = "claude-sonnet-4-5", **fields: Any) -> Model:
 def request_of(
     model: Model, options: StreamOptions, context: Context = CONTEXT
 ) -> tuple[dict[str, str], dict[str, Any]]:
-    spec = anthropic._build_request(model, context, options)
+    spec = anthropic._build_request(model, context, options, options.api_key or "")
     return spec.headers, json.loads(spec.encode())
 
 
