@@ -64,10 +64,8 @@ from ._anthropic_stream import REDACTED_THINKING_TEXT, EventMapper
 from ._common import (
     RequestSpec,
     merge_headers,
-    require_api_key,
-    stream_sse,
+    start_stream,
 )
-from ._partial import PartialMessage
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -134,15 +132,8 @@ def stream_anthropic(
         ProviderError: no API key in ``options`` or ``ANTHROPIC_API_KEY``, before any request
             (as the original's ``streamSimple`` throws); the loop makes it a failed reply.
     """
-    opts = options if options is not None else StreamOptions()
-    api_key = require_api_key(model, opts, ENV_API_KEY)
-    partial = PartialMessage(model)
-    return stream_sse(
-        partial,
-        functools.partial(_build_request, model, context, opts, api_key),
-        EventMapper(partial, model),
-        opts,
-        client,
+    return start_stream(
+        model, context, options, client, _build_request, EventMapper, api_key_env=ENV_API_KEY
     )
 
 

@@ -69,8 +69,7 @@ from ._common import (
     make_usage,
     merge_headers,
     parse_event_json,
-    require_api_key,
-    stream_sse,
+    start_stream,
 )
 from ._openai_compat import resolve_compat
 from ._openai_request import build_body, session_headers
@@ -123,15 +122,8 @@ def stream_openai(
         ProviderError: no API key in ``options`` or ``OPENAI_API_KEY``, before any request (as
             the original's ``streamSimple`` throws); the loop makes it a failed reply.
     """
-    opts = options if options is not None else StreamOptions()
-    api_key = require_api_key(model, opts, ENV_API_KEY)
-    partial = PartialMessage(model)
-    return stream_sse(
-        partial,
-        functools.partial(_build_request, model, context, opts, api_key),
-        _ChunkMapper(partial, model),
-        opts,
-        client,
+    return start_stream(
+        model, context, options, client, _build_request, _ChunkMapper, api_key_env=ENV_API_KEY
     )
 
 
