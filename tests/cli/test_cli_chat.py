@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib.util
+import json
+from pathlib import Path
 
 import pytest
 from _cli_process import LiveCli, run_cli
@@ -108,3 +110,28 @@ def test_a_command_while_the_agent_works_is_not_taken_for_steering() -> None:
         code = cli.finish()
     assert code == 0, cli.output
     assert "queued message" not in cli.output
+
+
+def test_save_writes_a_pi_session_file_and_load_continues_from_it(tmp_path: Path) -> None:
+    session = tmp_path / "chat.jsonl"
+    with LiveCli("chat") as cli:
+        cli.send_line("What is 2*3? sleep 0 s")
+        cli.wait_for("done · 2 turns")
+        cli.send_line(f"/save {session}")
+        cli.wait_for(f"saved 6 messages to {session}")
+        cli.send_line("/clear")
+        cli.wait_for("conversation cleared")
+        cli.send_line(f"/load {session}")
+        cli.wait_for(f"loaded 6 messages from {session}")
+        cli.send_line(f"/load {tmp_path / 'missing.jsonl'}")
+        cli.wait_for("/load failed: ")
+        cli.close_stdin()
+        assert cli.finish() == 0, cli.output
+    header, *entries = [json.loads(line) for line in session.read_text().splitlines()]
+    assert header["type"] == "session" and header["version"] == 2
+    assert isinstance(header["id"], str) and header["cwd"]
+    assert [entry["type"] for entry in entries] == ["message"] * 6
+    assert [entry["parentId"] for entry in entries] == [None] + [e["id"] for e in entries[:-1]]
+    roles = [entry["message"]["role"] for entry in entries]
+    assert roles == ["user", "assistant", "toolResult", "toolResult", "toolResult", "assistant"]
+    assert entries[0]["message"]["content"] == [{"type": "text", "text": "What is 2*3? sleep 0 s"}]

@@ -15,6 +15,7 @@ import math
 import sys
 import threading
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TextIO
 
 import anyio
@@ -30,6 +31,7 @@ from ._interrupt import EXIT_ABORTED, EXIT_OK, open_interrupts
 from ._mcp import open_mcp_tools
 from ._render import JsonRenderer, LiveRenderer
 from ._run import make_renderer
+from ._session_file import load_session, save_session
 from ._setup import AgentSettings, build_agent
 
 __all__ = ["chat_command"]
@@ -41,7 +43,9 @@ _HELP = (
 _COMMANDS = """commands (between turns):
   /help        this list
   /clear       forget the conversation (the transcript and the queues)
-  /model [ID]  show the model, or switch to model ID of the same provider"""
+  /model [ID]  show the model, or switch to model ID of the same provider
+  /save FILE   write the conversation to FILE, a session file of the Pi coding agent
+  /load FILE   continue the conversation saved in FILE (replacing this one)"""
 
 
 @attrs.frozen
@@ -167,7 +171,22 @@ class _ChatSession:
                 self.agent.model = attrs.evolve(self.agent.model, id=argument, name=argument)
             model = self.agent.model
             return f"model: {model.id} ({model.provider}, {model.api})"
+        if name in ("/save", "/load"):
+            return self._file_command(name, argument)
         return f"unknown command {name}; /help lists the commands"
+
+    def _file_command(self, name: str, argument: str) -> str:
+        if not argument:
+            return f"{name} needs a file name"
+        path = Path(argument).expanduser()
+        try:
+            if name == "/save":
+                save_session(path, self.agent.state.messages)
+                return f"saved {len(self.agent.state.messages)} messages to {path}"
+            self.agent.state.messages = load_session(path)
+        except (OSError, ValueError) as exc:  # a file that cannot be read or is no session
+            return f"{name} failed: {exc}"
+        return f"loaded {len(self.agent.state.messages)} messages from {path}"
 
     def _on_interrupt(self) -> None:
         signal = self.agent.signal
