@@ -25,7 +25,7 @@ from pi_core import (
     UserMessage,
 )
 from pi_core.providers.faux import FauxProvider, faux_assistant_message
-from pi_core.proxy import ProxyApp, create_proxy_app
+from pi_core.proxy import ProxyApp, ProxyStream, create_proxy_app
 
 pytestmark = pytest.mark.anyio
 
@@ -226,6 +226,22 @@ async def test_the_proxys_own_token_is_read_without_surrounding_whitespace() -> 
     assert response.status_code == 200
     with pytest.raises(ValueError, match="must not be empty"):
         create_proxy_app(Served(), auth_token=" \n")
+
+
+async def test_a_proxy_token_read_with_its_newline_works_on_both_sides(anyio_backend: str) -> None:
+    app = create_proxy_app(Served(), auth_token=f"{TOKEN}\n")
+    async with serve_app(app, anyio_backend) as url:  # a real server: h11 checks the header
+        stream_fn = ProxyStream(url, f"{TOKEN}\n")
+        with anyio.fail_after(10):
+            events = [
+                event
+                async for event in stream_fn(
+                    Model("m", api="faux", provider="faux"),
+                    Context(None, [UserMessage("hi")], []),
+                    StreamOptions(),
+                )
+            ]
+    assert events[-1].type == "done"
 
 
 def header_quoting_stream(url: str) -> Any:

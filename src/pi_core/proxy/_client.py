@@ -103,7 +103,7 @@ class _ProxyCall:
     async def open(self, url: str, auth_token: str, body: bytes) -> None:
         """Send the request; raise :class:`ProxyError` for an error status."""
         headers = {
-            "Authorization": f"Bearer {auth_token}",
+            "Authorization": f"Bearer {auth_token.strip()}",  # a token file's newline
             "Content-Type": "application/json",
             "Accept": "text/event-stream",
         }
