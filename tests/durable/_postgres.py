@@ -21,6 +21,9 @@ from pathlib import Path
 
 import psycopg
 
+PREFIX = "pi-core-postgres-"
+OWNER_FILE = "owner.pid"
+"""The id of the process whose server it is: a server whose owner died is a leftover."""
 INSTALL_HINT = (
     "PostgreSQL's server binaries (initdb, pg_ctl) were not found on PATH or in "
     "/usr/lib/postgresql/*/bin; install them (Debian/Ubuntu: apt-get install -y postgresql) "
@@ -59,7 +62,7 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _server_user() -> pwd.struct_passwd | None:
+def server_user() -> pwd.struct_passwd | None:
     """Whom to run the server as: ourselves, unless we are root (Postgres refuses root)."""
     if os.geteuid() != 0:
         return None
@@ -151,8 +154,10 @@ def start_postgres(*, fast: bool = True) -> PostgresServer:
         PostgresNotFoundError: the binaries are not installed.
     """
     bindir = find_bindir()
-    user = _server_user()
-    root = Path(tempfile.mkdtemp(prefix="pi-core-postgres-"))
+    user = server_user()
+    remove_leftovers(bindir, user)
+    root = Path(tempfile.mkdtemp(prefix=PREFIX))
+    (root / OWNER_FILE).write_text(str(os.getpid()))
     if user is not None:
         os.chown(root, user.pw_uid, user.pw_gid)
     server = PostgresServer(bindir, root, free_port(), user, fast=fast)
@@ -162,6 +167,36 @@ def start_postgres(*, fast: bool = True) -> PostgresServer:
         shutil.rmtree(root, ignore_errors=True)
         raise
     return server
+
+
+def remove_leftovers(bindir: Path, user: pwd.struct_passwd | None) -> None:
+    """Stop and delete the servers of test processes that died without stopping them.
+
+    The server runs detached (``pg_ctl start``), so a test run killed from outside (a timeout)
+    leaves it running; the next run cleans up after it.
+    """
+    for root in Path(tempfile.gettempdir()).glob(f"{PREFIX}*"):
+        try:
+            owner = int((root / OWNER_FILE).read_text())
+        except (OSError, ValueError):
+            continue  # not ours, or still being set up
+        if _alive(owner):
+            continue
+        leftover = PostgresServer(bindir, root, 0, user)
+        if (leftover.data / "postmaster.pid").exists():
+            with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
+                leftover.run("pg_ctl", "stop", "-w", "-m", "immediate", "-D", str(leftover.data))
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @contextlib.contextmanager
