@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -204,7 +205,10 @@ def test_the_console_script_and_version() -> None:
         [script, "--version"], capture_output=True, text=True, env=cli_env(), check=False
     )
     assert done.returncode == 0
-    assert done.stdout.startswith("pi-core ")
+    pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
+    version = re.search(r'^version = "(.+)"$', pyproject, flags=re.M)
+    assert version is not None
+    assert done.stdout.split() == ["pi-core", version[1]]
 
 
 def test_timeout_gives_up_on_a_server_that_never_answers_and_the_banner_shows_its_url() -> None:

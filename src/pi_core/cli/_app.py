@@ -285,7 +285,7 @@ def _is_broken_pipe(exc: BaseException) -> bool:
 
 def _version() -> str:
     try:
-        return importlib.metadata.version("pi-core")
+        return importlib.metadata.version("pi-agent-core-py")  # the distribution's name on PyPI
     except importlib.metadata.PackageNotFoundError:  # running from a source tree
         return "unknown"
 
