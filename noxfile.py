@@ -12,6 +12,10 @@ PYTHON = ["3.11"]
 OTHER_PYTHONS = ["3.10", "3.12", "3.13"]
 """The other Pythons pi_core supports; ``tests_other_pythons`` runs on those that are installed."""
 
+WORKERS = ("-n", "4")
+"""pytest-xdist workers: many tests wait on real servers and processes, so more workers than a
+small machine's cores still pay. ``nox -s tests -- -n 0`` runs the suite in one process."""
+
 
 def _install_group(session: nox.Session, *groups: str) -> None:
     args = [arg for group in groups for arg in ("--group", group)]
@@ -23,7 +27,7 @@ def _install_group(session: nox.Session, *groups: str) -> None:
 def tests(session: nox.Session) -> None:
     """The whole test suite, every async test on asyncio and on trio."""
     _install_group(session, "test")
-    session.run("pytest", *session.posargs, env={"HYPOTHESIS_PROFILE": "ci"})
+    session.run("pytest", *WORKERS, *session.posargs, env={"HYPOTHESIS_PROFILE": "ci"})
 
 
 @nox.session(python=PYTHON)
@@ -36,7 +40,7 @@ def tests_asyncio_only(session: nox.Session) -> None:
         "-c",
         "import importlib.util, pi_core; assert not importlib.util.find_spec('trio')",
     )
-    session.run("pytest", "-q", *session.posargs)
+    session.run("pytest", "-q", *WORKERS, *session.posargs)
 
 
 @nox.session(python=OTHER_PYTHONS)
@@ -44,7 +48,7 @@ def tests_other_pythons(session: nox.Session) -> None:
     """The suite on Python 3.10, 3.12 and 3.13 (``--no-error-on-missing-interpreters`` skips
     the ones this machine lacks)."""
     _install_group(session, "test")
-    session.run("pytest", "-q", *session.posargs)
+    session.run("pytest", "-q", *WORKERS, *session.posargs)
 
 
 @nox.session(python=PYTHON, venv_backend="uv")
@@ -56,10 +60,11 @@ def tests_lowest(session: nox.Session) -> None:
         "-e",
         ".[trio,server,testing,durable,mcp,otel]",
         "pytest>=8.3",
+        "pytest-xdist>=3.6",
         "mcp-server-time>=2026.10.19",
         "opentelemetry-sdk>=1.28",
     )
-    session.run("pytest", "-q", *session.posargs)
+    session.run("pytest", "-q", *WORKERS, *session.posargs)
 
 
 @nox.session(python=PYTHON)
