@@ -58,7 +58,7 @@ def tests_lowest(session: nox.Session) -> None:
         "--resolution",
         "lowest-direct",
         "-e",
-        ".[trio,server,testing,durable,mcp,otel]",
+        ".[trio,server,testing,durable,mcp,otel,chat]",
         "pytest>=8.3",
         "pytest-xdist>=3.6",
         "mcp-server-time>=2026.10.19",

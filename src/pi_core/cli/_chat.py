@@ -11,6 +11,7 @@ handled in order by one task: the session is a small state machine with no locks
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sys
 import threading
@@ -26,13 +27,15 @@ import attrs
 from anyio.streams.memory import MemoryObjectSendStream
 
 from .._agent import Agent
-from .._messages import AgentMessage, UserMessage
+from .._messages import AgentMessage, AssistantMessage, ToolCall, UserMessage
 from ._interrupt import EXIT_ABORTED, EXIT_OK, open_interrupts
 from ._mcp import open_mcp_tools
 from ._render import JsonRenderer, LiveRenderer
 from ._run import make_renderer
 from ._session_file import load_session, save_session
 from ._setup import AgentSettings, build_agent
+from ._terminal_input import INSTALL_HINT, start_terminal_input, terminal_output
+from ._terminal_input import available as terminal_input_available
 
 __all__ = ["chat_command"]
 
@@ -83,14 +86,18 @@ async def chat_command(
     interactive = stdin.isatty()
     async with open_mcp_tools(settings) as mcp_tools:
         agent, description = build_agent(settings, extra_tools=mcp_tools)
-        # When the input is a pipe nobody sees it typed, so the renderer shows each prompt.
-        renderer = make_renderer(settings, out, echo_prompt=not interactive)
-        agent.subscribe(renderer)
-        if isinstance(renderer, LiveRenderer):
-            renderer.header(description)
-            if interactive:
-                renderer.note(_HELP)
-        return await _ChatSession(agent, renderer, interactive).run(stdin)
+        line_editor = interactive and stdin is sys.stdin and terminal_input_available()
+        with terminal_output() if line_editor else contextlib.nullcontext(out) as out:
+            # When the input is a pipe nobody sees it typed, so the renderer shows each prompt.
+            renderer = make_renderer(settings, out, echo_prompt=not interactive)
+            agent.subscribe(renderer)
+            if isinstance(renderer, LiveRenderer):
+                renderer.header(description)
+                if interactive:
+                    renderer.note(_HELP if line_editor else f"{_HELP}\n{INSTALL_HINT}")
+            session = _ChatSession(agent, renderer, interactive)
+            session.line_editor = line_editor
+            return await session.run(stdin)
 
 
 class _ChatSession:
@@ -106,12 +113,17 @@ class _ChatSession:
         self.end_of_input = False
         self.exit_code: int | None = None
         self.next_prompts: list[str] = []
+        self.line_editor = False
+        """Whether the input is prompt_toolkit's line editor (a terminal with the extra)."""
 
     async def run(self, stdin: TextIO) -> int:
         send, receive = anyio.create_memory_object_stream[_Input](math.inf)
         async with send, receive, anyio.create_task_group() as tg:
             await tg.start(self._watch_interrupts, send)
-            _start_reader(stdin, send)
+            if self.line_editor:
+                self._start_line_editor(send)
+            else:
+                _start_reader(stdin, send)
             self._show_prompt()
             async for item in receive:
                 self._handle(item, tg, send)
@@ -244,8 +256,47 @@ class _ChatSession:
                     send.send_nowait(_Interrupt())
 
     def _show_prompt(self) -> None:
-        if self.interactive and isinstance(self.renderer, LiveRenderer):
+        if self.interactive and not self.line_editor and isinstance(self.renderer, LiveRenderer):
             self.renderer.prompt("you> ")
+
+    def _start_line_editor(self, send: MemoryObjectSendStream[_Input]) -> None:
+        post = _poster(send)
+        start_terminal_input(
+            lambda line: post(_Line(line)),
+            lambda: post(_Interrupt()),
+            lambda: post(_EndOfInput()),
+            self._status,
+        )
+
+    def _status(self) -> str:
+        """The status line: what runs, while the agent works (read from the prompt's thread)."""
+        if not self.running:
+            return ""
+        pending = self.agent.state.pending_tool_calls
+        if not pending:
+            return "waiting for the model · Ctrl-C aborts"
+        names = [
+            block.name
+            for message in self.agent.state.messages[-1:]
+            if isinstance(message, AssistantMessage)
+            for block in message.content
+            if isinstance(block, ToolCall) and block.id in pending
+        ]
+        return f"running {', '.join(names) or len(pending)} · Ctrl-C aborts"
+
+
+def _poster(send: MemoryObjectSendStream[_Input]) -> Callable[[_Input], bool]:
+    """``post(item)`` for another thread: sends ``item``; False once the session has ended."""
+    token = anyio.lowlevel.current_token()
+
+    def post(item: _Input) -> bool:
+        try:
+            anyio.from_thread.run_sync(send.send_nowait, item, token=token)
+        except Exception:  # the session has ended: its loop or its stream is closed
+            return False
+        return True
+
+    return post
 
 
 def _start_reader(stdin: TextIO, send: MemoryObjectSendStream[_Input]) -> None:
@@ -255,14 +306,7 @@ def _start_reader(stdin: TextIO, send: MemoryObjectSendStream[_Input]) -> None:
     threads are joined at exit, so quitting with Ctrl-C would wait for one more line. A daemon
     thread simply dies with the process.
     """
-    token = anyio.lowlevel.current_token()
-
-    def post(item: _Input) -> bool:
-        try:
-            anyio.from_thread.run_sync(send.send_nowait, item, token=token)
-        except Exception:  # the session has ended: its loop or its stream is closed
-            return False
-        return True
+    post = _poster(send)
 
     def read() -> None:
         for line in iter(stdin.readline, ""):
