@@ -92,6 +92,8 @@ async def chat_command(
             renderer = make_renderer(settings, out, echo_prompt=not interactive)
             agent.subscribe(renderer)
             if isinstance(renderer, LiveRenderer):
+                # The summary says the chat is ready for the next line: it waits for the run's end.
+                renderer.summary_at_agent_end = False
                 renderer.header(description)
                 if interactive:
                     renderer.note(_HELP if line_editor else f"{_HELP}\n{INSTALL_HINT}")
@@ -215,6 +217,8 @@ class _ChatSession:
     ) -> None:
         self.running = False
         self.aborting = False
+        if isinstance(self.renderer, LiveRenderer):
+            self.renderer.summary()
         if self.next_prompts:
             prompts: list[AgentMessage] = [UserMessage(text) for text in self.next_prompts]
             self.next_prompts = []

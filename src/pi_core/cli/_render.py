@@ -168,12 +168,22 @@ class LiveRenderer:
         out: where to write (flushed after each event, so pipes see output at once).
         style: colors, or none.
         echo_prompt: show the prompt of a run (off in an interactive chat, where it was typed).
+        summary_at_agent_end: write the closing summary on ``agent_end``; off when the owner
+            calls :meth:`summary` itself once it is ready for more input (the chat).
     """
 
-    def __init__(self, out: TextIO, style: Style, *, echo_prompt: bool = True) -> None:
+    def __init__(
+        self,
+        out: TextIO,
+        style: Style,
+        *,
+        echo_prompt: bool = True,
+        summary_at_agent_end: bool = True,
+    ) -> None:
         self.out = out
         self.style = style
         self.echo_prompt = echo_prompt
+        self.summary_at_agent_end = summary_at_agent_end
         self.stats = RunStats()
         self.turn_number = 0
         """Turns shown so far: numbering goes on across the runs of a chat."""
@@ -227,7 +237,7 @@ class LiveRenderer:
             self._tool_update(event)
         elif isinstance(event, ToolExecutionEnd):
             self._tool_end(event)
-        elif event.type == "agent_end":
+        elif event.type == "agent_end" and self.summary_at_agent_end:
             self._summary()
 
     def _message_start(self, event: MessageStart) -> None:
@@ -284,6 +294,11 @@ class LiveRenderer:
         self._line(f"  {mark} {self.style.cyan(event.tool_name)}: {preview} {took}")
 
     # --- the summary ----------------------------------------------------------------------------
+
+    def summary(self) -> None:
+        """Write the last run's closing line: outcome, turns, tool calls, tokens, cost, time."""
+        self._summary()
+        self.out.flush()
 
     def _summary(self) -> None:
         stats = self.stats
