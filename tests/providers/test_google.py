@@ -20,15 +20,12 @@ from _stream_checks import collect, final_message, kinds
 
 from pi_core import (
     AbortController,
-    AgentContext,
-    AgentLoopConfig,
     AssistantMessage,
     AssistantMessageEvent,
     Context,
     ImageContent,
     Model,
     ModelCost,
-    ProviderError,
     StreamOptions,
     TextContent,
     TextDelta,
@@ -38,7 +35,6 @@ from pi_core import (
     ToolCall,
     ToolResultMessage,
     UserMessage,
-    run_agent_loop,
     stream_simple,
 )
 from pi_core import _http as http
@@ -400,27 +396,6 @@ async def test_a_trailing_signature_part_joins_the_text() -> None:
     ]
     reply = final_message((await run(lines))[0])
     assert reply.content == [TextContent("Done.", SIG_A)]
-
-
-async def test_a_missing_api_key_raises_before_any_request(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
-    with pytest.raises(ProviderError, match="or set GEMINI_API_KEY"):
-        google.stream_google(MODEL, CONTEXT)
-
-
-async def test_a_missing_api_key_is_the_run_s_failed_reply(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
-    config = AgentLoopConfig(MODEL, stream_fn=google.stream_google)
-    new = await run_agent_loop([UserMessage("hi")], AgentContext(), config, lambda _event: None)
-    reply = new[-1]
-    assert isinstance(reply, AssistantMessage)
-    assert (reply.stop_reason, reply.content) == ("error", [])
-    assert reply.error_message == (
-        f"No API key for provider {MODEL.provider!r}: "
-        "pass StreamOptions(api_key=...) or set GEMINI_API_KEY"
-    )
 
 
 async def test_register_serves_stream_simple(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -31,7 +31,6 @@ from pi_core import (
     ImageContent,
     Model,
     ModelCost,
-    ProviderError,
     StreamDone,
     StreamError,
     StreamOptions,
@@ -418,27 +417,6 @@ async def test_content_filter_is_an_error() -> None:
     assert events[-1].reason == "error"
     assert "content_filter" in (events[-1].error.error_message or "")
     assert events[-1].error.content == [TextContent("I")]
-
-
-async def test_a_missing_api_key_raises_before_any_request(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(ProviderError, match="or set OPENAI_API_KEY"):
-        openai.stream_openai(MODEL, CONTEXT, StreamOptions())
-
-
-async def test_a_missing_api_key_is_the_run_s_failed_reply(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    config = AgentLoopConfig(MODEL, stream_fn=openai.stream_openai)
-    new = await run_agent_loop([UserMessage("hi")], AgentContext(), config, lambda _event: None)
-    reply = new[-1]
-    assert isinstance(reply, AssistantMessage)
-    assert (reply.stop_reason, reply.content) == ("error", [])
-    assert reply.error_message == (
-        f"No API key for provider {MODEL.provider!r}: "
-        "pass StreamOptions(api_key=...) or set OPENAI_API_KEY"
-    )
 
 
 async def test_api_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,8 +24,6 @@ from _stream_checks import collect, final_message, kinds
 
 from pi_core import (
     AbortController,
-    AgentContext,
-    AgentLoopConfig,
     AssistantMessage,
     AssistantMessageEvent,
     Context,
@@ -33,7 +31,6 @@ from pi_core import (
     Model,
     ModelCompat,
     ModelCost,
-    ProviderError,
     StreamOptions,
     TextContent,
     TextDelta,
@@ -42,7 +39,6 @@ from pi_core import (
     ToolCall,
     ToolResultMessage,
     UserMessage,
-    run_agent_loop,
     stream_simple,
 )
 from pi_core import _http as http
@@ -495,27 +491,6 @@ async def test_a_stream_without_its_ending_is_an_error() -> None:
     reply = final_message(events)
     assert reply.error_message == "The stream ended before the response was complete"
     assert reply.content == [TextContent("All done?", '{"v":1,"id":"msg_1"}')]
-
-
-async def test_a_missing_api_key_raises_before_any_request(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(ProviderError, match="or set OPENAI_API_KEY"):
-        openai_responses.stream_openai_responses(MODEL, CONTEXT)
-
-
-async def test_a_missing_api_key_is_the_run_s_failed_reply(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    config = AgentLoopConfig(MODEL, stream_fn=openai_responses.stream_openai_responses)
-    new = await run_agent_loop([UserMessage("hi")], AgentContext(), config, lambda _event: None)
-    reply = new[-1]
-    assert isinstance(reply, AssistantMessage)
-    assert (reply.stop_reason, reply.content) == ("error", [])
-    assert reply.error_message == (
-        f"No API key for provider {MODEL.provider!r}: "
-        "pass StreamOptions(api_key=...) or set OPENAI_API_KEY"
-    )
 
 
 async def test_register_serves_stream_simple(monkeypatch: pytest.MonkeyPatch) -> None:
