@@ -12,13 +12,23 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    MutableMapping,
+)
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 import anyio
 import attrs
+from _stream_checks import collect
 from hypercorn.config import Config
+
+from pi_core import AbortController, AbortSignal, AssistantMessageEvent, TextDelta
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -29,6 +39,7 @@ __all__ = [
     "RecordedRequest",
     "ReplayServer",
     "Reply",
+    "abort_after_first_text_delta",
     "open_replay_server",
     "split_awkwardly",
     "sse_event",
@@ -160,6 +171,42 @@ async def _serve(
         from hypercorn.asyncio import serve as serve_asyncio
 
         await serve_asyncio(app, config, shutdown_trigger=stop)  # type: ignore[arg-type]
+
+
+async def abort_after_first_text_delta(
+    chunks: list[bytes],
+    backend: str,
+    start: Callable[[str, AbortSignal], AsyncIterable[AssistantMessageEvent]],
+) -> list[AssistantMessageEvent]:
+    """Abort a stream in the middle of a held response, and see the client hang up.
+
+    ``chunks`` are served, then the response is held open; ``start(base_url, signal)`` is the
+    provider's stream against the server. Once its first ``TextDelta`` arrives (the client is
+    then blocked reading the held response) the signal aborts, and this waits until the server
+    sees the client disconnect.
+
+    Returns:
+        Every event of the stream.
+    """
+    controller = AbortController()
+    first_delta = anyio.Event()
+    events: list[AssistantMessageEvent] = []
+
+    def note_delta(event: AssistantMessageEvent) -> None:
+        if isinstance(event, TextDelta):
+            first_delta.set()
+
+    async def consume(base_url: str) -> None:
+        events.extend(await collect(start(base_url, controller.signal), note_delta))
+
+    async with open_replay_server([Reply(chunks=chunks, ending="hold")], backend) as server:
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as task_group:
+                task_group.start_soon(consume, server.base_url)
+                await first_delta.wait()
+                controller.abort()
+            await server.disconnected.wait()
+    return events
 
 
 def split_awkwardly(lines: list[bytes], sizes: tuple[int, ...]) -> list[bytes]:

@@ -9,6 +9,7 @@ and ``error``, with ``text_delta``, ``thinking_delta``, ``signature_delta`` and
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
@@ -16,11 +17,10 @@ import anyio.lowlevel
 import attrs
 import httpx
 import pytest
-from _replay_server import Reply, open_replay_server, sse_event
+from _replay_server import Reply, abort_after_first_text_delta, open_replay_server, sse_event
 from _stream_checks import collect, final_message, kinds
 
 from pi_core import (
-    AbortController,
     AbortSignal,
     AgentContext,
     AgentEvent,
@@ -36,7 +36,6 @@ from pi_core import (
     StreamError,
     StreamOptions,
     TextContent,
-    TextDelta,
     ThinkingContent,
     ThinkingLevel,
     Tool,
@@ -593,29 +592,12 @@ async def test_served_connection_dropped_mid_body(anyio_backend: str) -> None:
 
 
 async def test_served_abort_mid_stream_disconnects(anyio_backend: str) -> None:
-    controller = AbortController()
-    first_delta = anyio.Event()
-    events: list[AssistantMessageEvent] = []
-
-    def note_delta(event: AssistantMessageEvent) -> None:
-        if isinstance(event, TextDelta):
-            first_delta.set()
-
-    async def consume(model: Model) -> None:
-        options = StreamOptions(api_key="k", signal=controller.signal)
-        events.extend(
-            await collect(anthropic.stream_anthropic(model, CONTEXT, options), note_delta)
+    def start(url: str, signal: AbortSignal) -> AsyncIterator[AssistantMessageEvent]:
+        return anthropic.stream_anthropic(
+            served_model(url), CONTEXT, StreamOptions(api_key="k", signal=signal)
         )
 
-    async with open_replay_server(
-        [Reply(chunks=TEXT_BODY[:4], ending="hold")], anyio_backend
-    ) as server:
-        with anyio.fail_after(10):
-            async with anyio.create_task_group() as task_group:
-                task_group.start_soon(consume, served_model(server.base_url))
-                await first_delta.wait()
-                controller.abort()  # the client is now blocked reading the held response
-            await server.disconnected.wait()
+    events = await abort_after_first_text_delta(TEXT_BODY[:4], anyio_backend, start)
     assert kinds(events) == ["start", "text_start", "text_delta", "error"]
     message = final_message(events)
     assert (message.stop_reason, message.error_message) == ("aborted", "Request was aborted")

@@ -8,18 +8,17 @@ Wire fixtures follow the Gemini API's documented ``streamGenerateContent?alt=sse
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
-import anyio
 import attrs
 import httpx
 import pytest
-from _replay_server import Reply, open_replay_server, split_awkwardly
+from _replay_server import Reply, abort_after_first_text_delta, open_replay_server, split_awkwardly
 from _stream_checks import collect, final_message, kinds
 
 from pi_core import (
-    AbortController,
+    AbortSignal,
     AssistantMessage,
     AssistantMessageEvent,
     Context,
@@ -28,7 +27,6 @@ from pi_core import (
     ModelCost,
     StreamOptions,
     TextContent,
-    TextDelta,
     ThinkingContent,
     ThinkingLevel,
     Tool,
@@ -448,27 +446,10 @@ async def test_served_bodies_cut_anywhere_read_the_same(
 
 
 async def test_served_abort_mid_stream_disconnects(anyio_backend: str) -> None:
-    controller = AbortController()
-    first_delta = anyio.Event()
-    events: list[AssistantMessageEvent] = []
+    def start(url: str, signal: AbortSignal) -> AsyncIterator[AssistantMessageEvent]:
+        return google.stream_google(served(url), CONTEXT, StreamOptions(api_key="k", signal=signal))
 
-    def note(event: AssistantMessageEvent) -> None:
-        if isinstance(event, TextDelta):
-            first_delta.set()
-
-    async def consume(model: Model) -> None:
-        options = StreamOptions(api_key="k", signal=controller.signal)
-        events.extend(await collect(google.stream_google(model, CONTEXT, options), note))
-
-    async with open_replay_server(
-        [Reply(chunks=TEXT_BODY[:1], ending="hold")], anyio_backend
-    ) as server:
-        with anyio.fail_after(10):
-            async with anyio.create_task_group() as task_group:
-                task_group.start_soon(consume, served(server.base_url))
-                await first_delta.wait()
-                controller.abort()
-            await server.disconnected.wait()
+    events = await abort_after_first_text_delta(TEXT_BODY[:1], anyio_backend, start)
     reply = final_message(events)
     assert (reply.stop_reason, reply.error_message) == ("aborted", "Request was aborted")
     assert reply.content == [TextContent("Grüße ")]
