@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,12 @@ from pi_core.durable import DurableAgents, DurableError, open_worker
 pytestmark = pytest.mark.anyio
 
 
-@pytest.mark.parametrize("anyio_backend", ["trio"])
+_TRIO_MISSING = pytest.mark.skipif(
+    importlib.util.find_spec("trio") is None, reason="trio is not installed"
+)
+
+
+@pytest.mark.parametrize("anyio_backend", [pytest.param("trio", marks=_TRIO_MISSING)])
 async def test_a_worker_refuses_to_run_on_trio(anyio_backend: str) -> None:
     with pytest.raises(DurableError, match="asyncio only"):
         async with open_worker(DurableAgents(), "sqlite:///unused.sqlite", executor_id="w"):
