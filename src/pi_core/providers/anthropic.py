@@ -48,7 +48,6 @@ Mapping:
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -58,12 +57,13 @@ import httpx
 from .._events import AssistantMessageEvent
 from .._messages import Context, Model
 from .._options import StreamOptions
-from .._registry import register_provider, unregister_provider
+from .._registry import unregister_provider
 from ._anthropic_convert import cache_control, convert_messages, convert_system, convert_tools
 from ._anthropic_stream import REDACTED_THINKING_TEXT, EventMapper
 from ._common import (
     RequestSpec,
     merge_headers,
+    register_stream,
     start_stream,
 )
 
@@ -142,10 +142,7 @@ def register(*, client: httpx.AsyncClient | None = None) -> None:
 
     With ``client``, every request of the registry goes through that client.
     """
-    stream_fn = (
-        stream_anthropic if client is None else functools.partial(stream_anthropic, client=client)
-    )
-    register_provider(API, stream_fn)
+    register_stream(API, stream_anthropic, client)
 
 
 def unregister() -> None:

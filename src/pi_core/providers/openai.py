@@ -50,7 +50,6 @@ Mapping:
 
 from __future__ import annotations
 
-import functools
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -61,7 +60,7 @@ from httpx_sse import ServerSentEvent
 from .._events import AssistantMessageEvent
 from .._messages import Context, Model, StopReason, ToolCall, Usage
 from .._options import StreamOptions
-from .._registry import register_provider, unregister_provider
+from .._registry import unregister_provider
 from ._common import (
     RequestSpec,
     StreamFailure,
@@ -69,6 +68,7 @@ from ._common import (
     make_usage,
     merge_headers,
     parse_event_json,
+    register_stream,
     start_stream,
 )
 from ._openai_compat import resolve_compat
@@ -132,8 +132,7 @@ def register(*, client: httpx.AsyncClient | None = None) -> None:
 
     With ``client``, every request of the registry goes through that client.
     """
-    stream_fn = stream_openai if client is None else functools.partial(stream_openai, client=client)
-    register_provider(API, stream_fn)
+    register_stream(API, stream_openai, client)
 
 
 def unregister() -> None:
