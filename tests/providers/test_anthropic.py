@@ -9,7 +9,7 @@ and ``error``, with ``text_delta``, ``thinking_delta``, ``signature_delta`` and
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 import anyio
@@ -44,6 +44,7 @@ from pi_core import (
     ToolResultMessage,
     UserMessage,
     run_agent_loop,
+    stream_simple,
 )
 from pi_core import _http as http
 from pi_core.providers import anthropic
@@ -498,6 +499,31 @@ async def test_api_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-env")
     _, request = await run(TEXT_BODY, options=StreamOptions())
     assert request.headers["x-api-key"] == "sk-ant-env"
+
+
+async def test_register_serves_stream_simple() -> None:
+    seen: list[httpx.Request] = []
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return sse_response(TEXT_BODY)
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+        anthropic.register(client=client)
+        try:
+            stream = stream_simple(MODEL, CONTEXT, OPTIONS)
+            assert not isinstance(stream, Awaitable)
+            events = await collect(stream)
+        finally:
+            anthropic.unregister()
+    assert final_message(events).content == [TextContent("Hello!")]
+    assert seen[0].headers["x-api-key"] == "sk-ant-test"  # the request went through ``client``
+    stream = stream_simple(MODEL, CONTEXT, OPTIONS)
+    assert not isinstance(stream, Awaitable)
+    assert final_message(await collect(stream)).error_message == (
+        "No API provider registered for api: anthropic-messages (call "
+        "pi_core.providers.anthropic.register() once at startup, or give the Agent a stream_fn)"
+    )
 
 
 # --- against a real HTTP server ---------------------------------------------------------------
