@@ -111,10 +111,16 @@ def bench_peers(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def interop(session: nox.Session) -> None:
-    """pi-agent-core 0.73.1's TypeScript streamProxy against our proxy server, and pi-ai 0.73.1's
-    Responses and Gemini providers against our recorded streams and transcripts (needs node >= 20
-    and npm; the tests run ``npm ci`` in tests/proxy/interop and skip, saying why, without them).
+    """pi-agent-core 0.73.1's TypeScript streamProxy against our proxy server, pi-ai 0.73.1's
+    Responses and Gemini providers against our recorded streams and transcripts, and the Pi coding
+    agent 0.73.1's session manager against the session files of ``pi-core chat`` (needs node >= 20
+    and npm; the tests run ``npm ci`` in tests/proxy/interop and tests/cli/pi_interop and skip,
+    saying why, without them).
     """
     _install_group(session, "test")
-    files = ["tests/proxy/test_proxy_interop.py", "tests/providers/test_ts_interop.py"]
+    files = [
+        "tests/proxy/test_proxy_interop.py",
+        "tests/providers/test_ts_interop.py",
+        "tests/cli/test_session_interop.py",
+    ]
     session.run("pytest", *files, "-v", "-rs", *session.posargs)

@@ -1,7 +1,7 @@
 """``/save`` and ``/load`` of ``pi-core chat``: a transcript as a session file of the Pi coding
 agent (JSON lines), so that either program can open what the other wrote.
 
-The file's first line is the header ``{"type": "session", "version": 2, "id", "timestamp",
+The file's first line is the header ``{"type": "session", "version": 3, "id", "timestamp",
 "cwd"}``; each message is then an entry ``{"type": "message", "id", "parentId", "timestamp",
 "message"}`` whose ``parentId`` is the entry before it, the message in upstream's JSON
 (:mod:`pi_core.serialization`). Reading follows the ``parentId`` chain back from the last entry
@@ -24,8 +24,9 @@ from ..serialization import from_dict, to_dict
 
 __all__ = ["SESSION_VERSION", "SessionFileError", "load_session", "save_session"]
 
-SESSION_VERSION = 2
-"""The version of the Pi session format written (entries linked by ``id`` / ``parentId``)."""
+SESSION_VERSION = 3
+"""The version of the Pi session format written (entries linked by ``id`` / ``parentId``): the
+coding agent's current one, so that it opens the file as it is instead of migrating it."""
 
 
 class SessionFileError(ValueError):
@@ -56,7 +57,10 @@ def save_session(path: Path, messages: Sequence[AgentMessage]) -> None:
             }
         )
         parent = entry_id
-    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
+    # Compact, as JSON.stringify writes it.
+    text = "".join(
+        json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n" for line in lines
+    )
     path.write_text(text, encoding="utf-8")
 
 
@@ -91,4 +95,6 @@ def _branch(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat().replace("+00:00", "Z")
+    # Milliseconds, as JavaScript's Date.toISOString writes them.
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return now.isoformat(timespec="milliseconds").replace("+00:00", "Z")
