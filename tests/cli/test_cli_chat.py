@@ -128,7 +128,7 @@ def test_save_writes_a_pi_session_file_and_load_continues_from_it(tmp_path: Path
         cli.close_stdin()
         assert cli.finish() == 0, cli.output
     header, *entries = [json.loads(line) for line in session.read_text().splitlines()]
-    assert header["type"] == "session" and header["version"] == 2
+    assert header["type"] == "session" and header["version"] == 3
     assert isinstance(header["id"], str) and header["cwd"]
     assert [entry["type"] for entry in entries] == ["message"] * 6
     assert [entry["parentId"] for entry in entries] == [None] + [e["id"] for e in entries[:-1]]
