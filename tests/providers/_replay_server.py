@@ -10,8 +10,6 @@ that it did, in :attr:`ReplayServer.disconnected`).
 from __future__ import annotations
 
 import json
-import os
-import socket
 from collections.abc import (
     AsyncIterable,
     AsyncIterator,
@@ -26,8 +24,8 @@ from typing import Any, Literal
 import anyio
 import attrs
 from _stream_checks import collect
-from hypercorn.config import Config
 
+from asgi_server import serve_on_localhost
 from pi_core import AbortController, AbortSignal, AssistantMessageEvent, TextDelta
 
 Scope = MutableMapping[str, Any]
@@ -143,34 +141,9 @@ async def open_replay_server(replies: list[Reply], backend: str) -> AsyncIterato
     The socket listens before the server task starts, so a client may connect at once.
     """
     server = ReplayServer(replies)
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    server.base_url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-    config = Config()
-    config.bind = [f"fd://{os.dup(listener.fileno())}"]  # hypercorn owns (and closes) the dup
-    listener.close()
-    config.graceful_timeout = 1.0
-    stop = anyio.Event()
-    async with anyio.create_task_group() as task_group:
-        task_group.start_soon(_serve, server, config, stop.wait, backend)
-        try:
-            yield server
-        finally:
-            stop.set()
-
-
-async def _serve(
-    app: ReplayServer, config: Config, stop: Callable[[], Awaitable[None]], backend: str
-) -> None:
-    if backend == "trio":
-        from hypercorn.trio import serve as serve_trio
-
-        await serve_trio(app, config, shutdown_trigger=stop)  # type: ignore[arg-type]
-    else:
-        from hypercorn.asyncio import serve as serve_asyncio
-
-        await serve_asyncio(app, config, shutdown_trigger=stop)  # type: ignore[arg-type]
+    async with serve_on_localhost(server, backend) as url:
+        server.base_url = url
+        yield server
 
 
 async def abort_after_first_text_delta(

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import socket
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
 
 import anyio
 import anyio.lowlevel
 import httpx
-from hypercorn.config import Config
 
+from asgi_server import App, serve_on_localhost
 from pi_core import (
     AssistantMessage,
     AssistantMessageEvent,
@@ -111,10 +108,6 @@ def final_message(events: Sequence[AssistantMessageEvent]) -> AssistantMessage:
     return last.message if isinstance(last, StreamDone) else last.error
 
 
-Scope = dict[str, Any]
-App = Callable[[Any, Any, Any], Awaitable[None]]
-
-
 @asynccontextmanager
 async def serve_app(app: App, backend: str) -> AsyncIterator[str]:
     """Serve ``app`` with hypercorn on 127.0.0.1 (a free port) on ``backend``; yields its URL.
@@ -122,38 +115,12 @@ async def serve_app(app: App, backend: str) -> AsyncIterator[str]:
     The socket listens before the server task starts, and the server has answered a first
     request before the URL is handed out. On exit the server shuts down.
     """
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-    config = Config()
-    config.bind = [f"fd://{os.dup(listener.fileno())}"]  # hypercorn owns (and closes) the dup
-    listener.close()
-    config.graceful_timeout = 1.0
-    stop = anyio.Event()
-    async with anyio.create_task_group() as task_group:
-        task_group.start_soon(_serve, app, config, stop.wait, backend)
-        try:
-            await _wait_until_serving(url)
-            yield url
-        finally:
-            stop.set()
+    async with serve_on_localhost(app, backend) as url:
+        await _wait_until_serving(url)
+        yield url
 
 
 async def _wait_until_serving(url: str) -> None:
     with anyio.fail_after(STREAM_DEADLINE):
         async with httpx.AsyncClient() as client:
             await client.get(f"{url}/ready")  # any answer (a 404) means it serves
-
-
-async def _serve(
-    app: App, config: Config, stop: Callable[[], Awaitable[None]], backend: str
-) -> None:
-    if backend == "trio":
-        from hypercorn.trio import serve as serve_trio
-
-        await serve_trio(app, config, shutdown_trigger=stop)
-    else:
-        from hypercorn.asyncio import serve as serve_asyncio
-
-        await serve_asyncio(app, config, shutdown_trigger=stop)

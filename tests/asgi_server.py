@@ -1,0 +1,53 @@
+"""An ASGI app served by hypercorn on 127.0.0.1 for the length of a test, on its anyio backend."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from hypercorn.config import Config
+
+__all__ = ["App", "serve_on_localhost"]
+
+App = Callable[[Any, Any, Any], Awaitable[None]]
+
+
+@asynccontextmanager
+async def serve_on_localhost(app: App, backend: str) -> AsyncIterator[str]:
+    """Serve ``app`` on a free port of 127.0.0.1 with hypercorn on ``backend`` ("asyncio" or
+    "trio"); yields its URL, ``http://127.0.0.1:<port>``. On exit the server shuts down.
+
+    The socket listens before the server task starts, so a client may connect at once.
+    """
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}"
+    config = Config()
+    config.bind = [f"fd://{os.dup(listener.fileno())}"]  # hypercorn owns (and closes) the dup
+    listener.close()
+    config.graceful_timeout = 1.0
+    stop = anyio.Event()
+    async with anyio.create_task_group() as task_group:
+        task_group.start_soon(_serve, app, config, stop.wait, backend)
+        try:
+            yield url
+        finally:
+            stop.set()
+
+
+async def _serve(
+    app: App, config: Config, stop: Callable[[], Awaitable[None]], backend: str
+) -> None:
+    if backend == "trio":
+        from hypercorn.trio import serve as serve_trio
+
+        await serve_trio(app, config, shutdown_trigger=stop)
+    else:
+        from hypercorn.asyncio import serve as serve_asyncio
+
+        await serve_asyncio(app, config, shutdown_trigger=stop)
