@@ -260,14 +260,22 @@ async def test_an_abort_ends_the_wait_at_once(
 async def test_the_requests_timeout_bounds_the_waits(
     anyio_backend: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(http, "_sleep", lambda delay: anyio.sleep(math.inf))
-    options = StreamOptions(api_key="sk-test", timeout=0.2)
+    waits: list[float] = []
+
+    async def wait_forever(delay: float) -> None:
+        waits.append(delay)
+        await anyio.sleep(math.inf)
+
+    monkeypatch.setattr(http, "_sleep", wait_forever)
+    # Long enough for the first request to be answered on a loaded machine; the wait is endless.
+    options = StreamOptions(api_key="sk-test", timeout=2.0)
     with anyio.fail_after(10):
         events, requests = await stream_openai(
             [error(503), Reply(200, OPENAI_OK)], anyio_backend, options
         )
-    assert final_message(events).error_message == "Request timed out after 0.2 s"
+    assert final_message(events).error_message == "Request timed out after 2 s"
     assert requests == 1
+    assert len(waits) == 1
 
 
 # --- the policy itself -----------------------------------------------------------------------------
