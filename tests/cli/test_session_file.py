@@ -70,3 +70,18 @@ def test_a_file_without_a_session_header_is_refused(tmp_path: Path) -> None:
     write_lines(tmp_path / "s.jsonl", [{"role": "user", "content": "hi"}])
     with pytest.raises(SessionFileError, match="is not a session file"):
         load_session(tmp_path / "s.jsonl")
+
+
+def test_the_agents_own_messages_load_as_the_user_messages_it_sends(tmp_path: Path) -> None:
+    shell = {"role": "bashExecution", "command": "ls", "output": "", "exitCode": 2, "timestamp": 5}
+    hook = {"role": "hookMessage", "customType": "x", "content": "from a hook", "timestamp": 6}
+    lines: list[dict[str, Any]] = [
+        {**HEADER, "version": 2},
+        {"type": "message", "id": "a", "parentId": None, "timestamp": "t", "message": shell},
+        {"type": "message", "id": "b", "parentId": "a", "timestamp": "t", "message": hook},
+    ]
+    write_lines(tmp_path / "s.jsonl", lines)
+    assert load_session(tmp_path / "s.jsonl") == [
+        UserMessage([TextContent("Ran `ls`\n(no output)\n\nCommand exited with code 2")], 5),
+        UserMessage([TextContent("from a hook")], 6),
+    ]

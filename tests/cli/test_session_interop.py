@@ -1,6 +1,7 @@
 """``/save`` and ``/load`` against the TypeScript Pi coding agent 0.73.1 itself: its session
-manager opens what pi_core saved and rebuilds the same messages, and pi_core loads the same
-transcript from a file the agent wrote (needs node >= 20 and npm; ``npm ci`` runs in
+manager opens what pi_core saved and rebuilds the same messages, pi_core loads the same
+transcript from a file the agent wrote, and from a compacted, branched file with the agent's own
+kinds of message the messages the agent would send a model (needs node >= 20 and npm; ``npm ci`` runs in
 tests/cli/pi_interop, and the tests skip, saying why, without them)."""
 
 from __future__ import annotations
@@ -97,8 +98,8 @@ def test_the_pi_coding_agent_opens_a_saved_session_with_the_same_messages(
     messages = transcript()
     save_session(path, messages)
     written = path.read_bytes()
-    read: list[dict[str, Any]] = json.loads(run_session_script(pi_node, "read", path))
-    assert read == [to_dict(message) for message in messages]
+    read: dict[str, Any] = json.loads(run_session_script(pi_node, "read", path))
+    assert read["messages"] == [to_dict(message) for message in messages]
     # The agent rewrites a file of an older format version when it opens it: ours is current.
     assert path.read_bytes() == written
 
@@ -113,3 +114,22 @@ def test_a_session_the_pi_coding_agent_wrote_loads_as_the_same_transcript(
     assert kinds[:3] == ["session", "model_change", "thinking_level_change"]
     assert kinds[-1] == "session_info"
     assert load_session(path) == messages
+
+
+def test_a_compacted_branched_session_loads_as_the_pi_coding_agent_sends_it(
+    pi_node: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "compacted.jsonl"
+    run_session_script(pi_node, "compact", path)
+    sent: list[dict[str, Any]] = json.loads(run_session_script(pi_node, "read", path))["llm"]
+    loaded = [to_dict(message) for message in load_session(path)]
+    assert loaded == sent
+    texts = json.dumps(loaded)
+    assert loaded[0]["content"][0]["text"].startswith("The conversation history before this")
+    assert "Ran `ls`" in texts and "code 1" in texts and "/tmp/out.log" in texts
+    assert "A note from an extension" in texts and "image/png" in texts
+    assert (
+        "Tried a different approach." in texts and loaded[-1]["content"][0]["text"] == "Last reply"
+    )
+    for left_out in ("Compacted away", "hidden", "Abandoned branch"):
+        assert left_out not in texts

@@ -5,8 +5,9 @@ The file's first line is the header ``{"type": "session", "version": 3, "id", "t
 "cwd"}``; each message is then an entry ``{"type": "message", "id", "parentId", "timestamp",
 "message"}`` whose ``parentId`` is the entry before it, the message in upstream's JSON
 (:mod:`pi_core.serialization`). Reading follows the ``parentId`` chain back from the last entry
-(the branch the file ends on) and keeps its messages; other entry kinds (model changes,
-labels …) carry nothing pi_core keeps, and are skipped.
+(the branch the file ends on) and gives the messages the coding agent would send a model from it
+(:mod:`._session_context`: compactions, summaries and its own kinds of message included); other
+entry kinds (model changes, labels …) carry nothing pi_core keeps, and are skipped.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from .._messages import AgentMessage
-from ..serialization import from_dict, to_dict
+from ..serialization import to_dict
+from ._session_context import context_messages
 
 __all__ = ["SESSION_VERSION", "SessionFileError", "load_session", "save_session"]
 
@@ -75,23 +77,23 @@ def load_session(path: Path) -> list[AgentMessage]:
     if not entries or not isinstance(entries[0], dict) or entries[0].get("type") != "session":
         raise SessionFileError(f"{path} is not a session file (no session header)")
     body = [entry for entry in entries[1:] if isinstance(entry, dict)]
-    return [from_dict(entry["message"], AgentMessage) for entry in _branch(body)]
+    return context_messages(_branch(body))
 
 
 def _branch(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The message entries from the root to the last entry (all of them in a file without ids,
-    as version 1 wrote)."""
+    """The entries from the root to the last entry (all of them in a file without ids, as
+    version 1 wrote)."""
     if not entries:
         return []
     by_id = {entry["id"]: entry for entry in entries if "id" in entry}
     if not by_id:
-        return [entry for entry in entries if entry.get("type") == "message"]
+        return entries
     path: list[dict[str, Any]] = []
     current: dict[str, Any] | None = entries[-1]
     while current is not None:
         path.append(current)
         current = by_id.get(current.get("parentId"))
-    return [entry for entry in reversed(path) if entry.get("type") == "message"]
+    return path[::-1]
 
 
 def _now() -> str:
