@@ -79,12 +79,17 @@ class Pane:
             self._tmux("kill-session", "-t", self.name)
 
 
-@pytest.fixture
-def chat(request: pytest.FixtureRequest) -> Iterator[Pane]:
-    backend = getattr(request, "param", "asyncio")
+def start_chat(backend: str, state: Path, extra_env: str = "") -> Pane:
+    """``pi-core chat`` in a pane, keeping its history under ``state`` (not the user's home)."""
     env = f"PYTHONPATH={shlex.quote(str(SRC))} NO_COLOR=1 TERM=xterm-256color"
+    env += f" XDG_STATE_HOME={shlex.quote(str(state))} {extra_env}"
     command = f"env {env} {shlex.quote(sys.executable)} -m pi_core chat --backend {backend}"
-    pane = Pane(f"cd {shlex.quote(os.getcwd())} && {command}")
+    return Pane(f"cd {shlex.quote(os.getcwd())} && {command}")
+
+
+@pytest.fixture
+def chat(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Pane]:
+    pane = start_chat(getattr(request, "param", "asyncio"), tmp_path)
     try:
         yield pane
     finally:
@@ -119,3 +124,38 @@ def test_ctrl_c_in_the_terminal_aborts_the_turn(chat: Pane) -> None:
     assert chat.last_line() == "you>"
     chat.send("C-c")  # Ctrl-C while idle quits
     chat.wait_until_gone()
+
+
+def type_and_quit(pane: Pane, line: str) -> None:
+    pane.wait_for("you>")
+    pane.send(line, "Enter")
+    pane.wait_for("/load FILE")  # /help answered
+    pane.send("C-d")
+    pane.wait_until_gone()
+
+
+def test_the_history_is_kept_across_sessions(tmp_path: Path) -> None:
+    first = start_chat("asyncio", tmp_path)
+    try:
+        type_and_quit(first, "/help")
+    finally:
+        first.close()
+    assert "+/help" in (tmp_path / "pi-core" / "chat-history").read_text()
+    second = start_chat("asyncio", tmp_path)
+    try:
+        second.wait_for("you>")
+        second.send("Up")
+        second.wait_for("you> /help")
+        second.send("C-u", "C-d")
+        second.wait_until_gone()
+    finally:
+        second.close()
+
+
+def test_no_history_file_is_written_when_it_is_off(tmp_path: Path) -> None:
+    pane = start_chat("asyncio", tmp_path, "PI_CORE_CHAT_HISTORY=off")
+    try:
+        type_and_quit(pane, "/help")
+    finally:
+        pane.close()
+    assert list(tmp_path.iterdir()) == []

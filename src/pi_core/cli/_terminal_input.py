@@ -4,6 +4,7 @@ The prompt runs in a thread of its own, on any backend (prompt_toolkit brings it
 loop there): lines, Ctrl-C and Ctrl-D reach the chat through the same memory stream as the plain
 reader's. ``patch_stdout`` keeps the input line, with its history and line editing, below the
 output, and a status line under it shows a spinner and the running tools while the agent works.
+The lines typed are kept in a history file across sessions (:func:`history_file`).
 """
 
 from __future__ import annotations
@@ -11,17 +12,60 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import io
+import os
 import sys
 import threading
 import time
 import typing
-from collections.abc import Callable, Iterator
-from typing import TextIO
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
-__all__ = ["INSTALL_HINT", "available", "start_terminal_input", "terminal_output"]
+if TYPE_CHECKING:
+    from prompt_toolkit.history import History
+
+__all__ = [
+    "HISTORY_VARIABLE",
+    "INSTALL_HINT",
+    "available",
+    "history_file",
+    "start_terminal_input",
+    "terminal_output",
+]
+
+HISTORY_VARIABLE = "PI_CORE_CHAT_HISTORY"
+"""The environment variable naming the history file; ``off`` (or empty) keeps none."""
 
 INSTALL_HINT = "line editing and history need prompt_toolkit: pip install 'pi-agent-core-py[chat]'"
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def history_file(environ: Mapping[str, str]) -> Path | None:
+    """The file that keeps the input lines across sessions, or None to keep them in memory only.
+
+    ``PI_CORE_CHAT_HISTORY`` names it (``off`` or empty: none); else it is
+    ``pi-core/chat-history`` under ``$XDG_STATE_HOME`` (when absolute) or ``~/.local/state``.
+    """
+    chosen = environ.get(HISTORY_VARIABLE)
+    if chosen is not None:
+        return None if chosen.strip().lower() in ("", "off") else Path(chosen).expanduser()
+    state = environ.get("XDG_STATE_HOME", "")
+    base = Path(state) if os.path.isabs(state) else Path.home() / ".local" / "state"
+    return base / "pi-core" / "chat-history"
+
+
+def _history() -> History:
+    from prompt_toolkit.history import FileHistory, InMemoryHistory
+
+    path = history_file(os.environ)
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+        except OSError:  # no writable home: the history lasts for this session only
+            return InMemoryHistory()
+        return FileHistory(path)
+    return InMemoryHistory()
 
 
 def available() -> bool:
@@ -72,14 +116,13 @@ def start_terminal_input(
     (which return False once the chat is over). ``status()`` is the text of the status line (a
     spinner is added while it is not empty)."""
     from prompt_toolkit import PromptSession
-    from prompt_toolkit.history import InMemoryHistory
 
     def toolbar() -> str:
         text = status()
         return f"{_SPINNER[int(time.monotonic() * 10) % len(_SPINNER)]} {text}" if text else ""
 
     session: PromptSession[str] = PromptSession(
-        history=InMemoryHistory(), bottom_toolbar=toolbar, refresh_interval=0.1
+        history=_history(), bottom_toolbar=toolbar, refresh_interval=0.1
     )
 
     def read() -> None:
