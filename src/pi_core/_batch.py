@@ -40,7 +40,7 @@ from ._validation import validate_tool_arguments
 from .nursery import AbortSignal, Post, fan_out
 from .nursery._cancel import is_stray_cancellation
 
-__all__ = ["ToolBatch"]
+__all__ = ["ToolBatch", "ToolCallAborted"]
 
 
 Outcome = tuple[AgentToolResult, bool]
@@ -52,6 +52,12 @@ Emit = Callable[[AgentEvent], Awaitable[None]]
 def error_result(text: str) -> AgentToolResult:
     """The result upstream gives a failed call: one text block, empty details, no terminate."""
     return AgentToolResult([TextContent(text)], {})
+
+
+class ToolCallAborted(Exception):
+    """Raised by a tool's ``execute`` when an abort has already stopped its call elsewhere (a
+    durable run's recorded abort): the call ends as one the batch's abort cut, unlogged and
+    unseen by ``after_tool_call``."""
 
 
 def _aborted_outcome() -> Outcome:
@@ -121,6 +127,8 @@ class _Prepared:
                 with anyio.move_on_after(tool.timeout):
                     returned = await tool.execute(call.id, self.args, batch._signal, self.on_update)
             outcome = _as_outcome(tool, returned)
+        except ToolCallAborted:
+            return _aborted_outcome()
         except Exception as exc:
             outcome = _failed_outcome(exc, call, TOOL)
         except BaseException as exc:

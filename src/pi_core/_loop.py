@@ -57,6 +57,7 @@ __all__ = [
     "Emit",
     "agent_loop",
     "agent_loop_continue",
+    "reply_reader",
     "run_agent_loop",
     "run_agent_loop_continue",
 ]
@@ -406,10 +407,19 @@ class _AssistantStream:
     group then ends and the run closes out after it (:attr:`cut`, :meth:`finish`).
     """
 
-    __slots__ = ("_cancel_deferred", "_emitting", "_partial", "_run", "_started", "cut")
+    __slots__ = (
+        "_cancel_deferred",
+        "_emitting",
+        "_log_failures",
+        "_partial",
+        "_run",
+        "_started",
+        "cut",
+    )
 
-    def __init__(self, run: _Run) -> None:
+    def __init__(self, run: _Run, *, log_failures: bool = True) -> None:
         self._run = run
+        self._log_failures = log_failures
         self._emitting = False
         self._cancel_deferred = False
         self._partial: AssistantMessage | None = None
@@ -485,8 +495,14 @@ class _AssistantStream:
         options = (
             run.options if get_api_key is None else await run.options_with_api_key(get_api_key)
         )
+        return await self.read(run.config.stream_fn, context, options)
+
+    async def read(
+        self, stream_fn: StreamFn, context: Context, options: StreamOptions
+    ) -> AssistantMessage:
+        """Call ``stream_fn`` and read its reply; whatever goes wrong with it fails the reply."""
         try:
-            iterator = await open_stream(run.config.stream_fn, run.model, context, options)
+            iterator = await open_stream(stream_fn, self._run.model, context, options)
         except Exception as exc:
             if is_interruption(exc):
                 raise
@@ -550,7 +566,7 @@ class _AssistantStream:
         """
         final = event.message if event.type == "done" else event.error
         if isinstance(final, AssistantMessage):
-            if final.stop_reason == "error":
+            if final.stop_reason == "error" and self._log_failures:
                 log_model_failure(self._run.model, final, None)
             return final
         if event.type == "error" and isinstance(final, str) and final:
@@ -593,9 +609,23 @@ class _AssistantStream:
             final.content = list(partial.content)
             final.stop_reason = stop_reason
             final.error_message = error_message
-        if stop_reason == "error":
+        if stop_reason == "error" and self._log_failures:
             log_model_failure(self._run.model, final, exc)
         return final
+
+
+def reply_reader(model: Model, emit: Emit, clock: Callable[[], int]) -> _AssistantStream:
+    """A reader of one reply that reads a stream as a run does, for a model call made outside
+    the loop (a durable run's model step), so that both judge a stream the same way.
+
+    ``reader.read(stream_fn, context, options)`` sends ``message_start`` / ``message_update`` to
+    ``emit`` and returns the final message (a broken or failing stream fails it, stamped with
+    ``clock``); after a cancellation, ``reader.aborted_message()`` is the reply as far as it
+    came. It logs nothing: the run that receives the reply logs a failed one.
+    """
+    config = AgentLoopConfig(model=model, clock=clock)
+    run = _Run(AgentContext("", [], []), config, awaiting(emit), None, [])
+    return _AssistantStream(run, log_failures=False)
 
 
 class _Ready:

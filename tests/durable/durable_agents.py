@@ -16,6 +16,8 @@ from typing import Any
 import anyio
 
 from pi_core import (
+    AfterToolCallContext,
+    AfterToolCallResult,
     AgentTool,
     AgentToolResult,
     AssistantMessage,
@@ -23,6 +25,7 @@ from pi_core import (
     Context,
     Model,
     StreamOptions,
+    StreamStart,
     TextContent,
 )
 from pi_core.durable import AgentSpec, DurableAgents, open_worker
@@ -91,6 +94,14 @@ def tools(directory: str) -> list[AgentTool]:
     ]
 
 
+def rewrite_errors(context: AfterToolCallContext, signal: Any) -> AfterToolCallResult | None:
+    """An ``after_tool_call`` that replaces every failed call's text (but never sees an aborted
+    call's: an abort skips the hook)."""
+    if context.is_error:
+        return AfterToolCallResult(content=[TextContent("rewritten by after_tool_call")])
+    return None
+
+
 @agents.define("worker-test")
 def worker_test(params: dict[str, Any]) -> AgentSpec:
     directory = params["dir"]
@@ -101,6 +112,7 @@ def worker_test(params: dict[str, Any]) -> AgentSpec:
         stream_fn=counting_stream(directory),
         tools=tools(directory),
         system_prompt="You test durable runs.",
+        after_tool_call=rewrite_errors,
     )
 
 
@@ -130,6 +142,26 @@ def slow_model(params: dict[str, Any]) -> AgentSpec:
     return AgentSpec(model=model, stream_fn=blocking_stream(params["dir"]))
 
 
+def twice_started_stream(
+    model: Model, context: Context, options: StreamOptions
+) -> AsyncIterator[AssistantMessageEvent]:
+    """A stream that breaks the event grammar: it starts its reply twice."""
+
+    async def events() -> AsyncIterator[AssistantMessageEvent]:
+        partial = AssistantMessage([], model.api, model.provider, model.id)
+        yield StreamStart(partial)
+        yield StreamStart(partial)
+
+    return events()
+
+
+@agents.define("malformed")
+def malformed(params: dict[str, Any]) -> AgentSpec:
+    model = FauxProvider().get_model()
+    assert model is not None
+    return AgentSpec(model=model, stream_fn=twice_started_stream)
+
+
 @agents.define("broken")
 def broken(params: dict[str, Any]) -> AgentSpec:
     raise RuntimeError("no model configured")
@@ -150,7 +182,9 @@ async def run_in_process(name: str, params: dict[str, Any], prompt: str) -> list
     from pi_core import AgentContext, AgentLoopConfig, UserMessage, run_agent_loop
 
     spec = agents.build(name, params)
-    config = AgentLoopConfig(spec.model, stream_fn=spec.stream_fn)
+    config = AgentLoopConfig(
+        spec.model, stream_fn=spec.stream_fn, after_tool_call=spec.after_tool_call
+    )
     context = AgentContext(spec.system_prompt, [], list(spec.tools))
     events: list[Any] = []
     await run_agent_loop([UserMessage([TextContent(prompt)])], context, config, events.append)

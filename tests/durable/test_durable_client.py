@@ -81,6 +81,21 @@ async def test_a_run_streams_its_events_and_returns_its_messages(
     )
 
 
+async def test_a_malformed_stream_fails_the_reply_as_it_does_in_process(
+    database_url: str,
+) -> None:
+    async with DurableRuns(database_url) as runs:
+        with anyio.fail_after(30):
+            run_id = await runs.start("malformed", "hello")
+            events = [event async for _, event in runs.events(run_id)]
+    reference = await run_in_process("malformed", {}, "hello")
+    replies = [without_timestamps(e.message) for e in events if e.type == "message_end"]
+    assert lifecycle(events) == lifecycle(reference)
+    assert replies == [without_timestamps(e.message) for e in reference if e.type == "message_end"]
+    assert replies[-1].stop_reason == "error"
+    assert replies[-1].error_message == "Malformed stream: a second start event"
+
+
 async def test_a_second_start_with_the_same_run_id_returns_the_first_run(
     database_url: str, tmp_path: Path
 ) -> None:

@@ -26,24 +26,21 @@ from dbos import DBOS
 from dbos._dbos import StepReservation
 from dbos._error import DBOSWorkflowCancelledError, DBOSWorkflowConflictIDError
 
+from .._batch import ToolCallAborted
 from .._events import (
     AgentEvent,
     AssistantMessageEvent,
-    MessageUpdate,
     StreamDone,
     StreamError,
     StreamStart,
     ToolExecutionUpdate,
 )
-from .._hooks import AgentLoopConfig, needs_await
+from .._hooks import AgentLoopConfig
 from .._interrupt import is_interruption, register_interruption
-from .._loop import run_agent_loop, run_agent_loop_continue
+from .._loop import reply_reader, run_agent_loop, run_agent_loop_continue
 from .._messages import AgentContext, AgentMessage, AssistantMessage, Context, Model, ToolCall
 from .._options import StreamOptions
 from .._texts import (
-    NO_TERMINAL_EVENT,
-    OPERATION_ABORTED,
-    REQUEST_ABORTED,
     exception_text,
     tool_timed_out_text,
 )
@@ -56,7 +53,6 @@ from ._record import (
     RecordedClock,
     decode_message,
     encode_message,
-    ended_message,
     step_end,
 )
 from ._spec import AgentSpec, DurableAgents, DurableError
@@ -215,40 +211,16 @@ class DurableRun:
     async def _model_step(
         self, model: Model, context: Context, options: StreamOptions
     ) -> tuple[AssistantMessage, int]:
-        reply = _Reply(model)
+        final: AssistantMessage | None = None
         async with open_update_writer() as updates:
+            # The loop's own reader: a broken or failing stream fails the reply as in-process.
+            reader = reply_reader(model, _ReplyUpdates(updates), step_end)
             with self.live.signal.scope():
                 options = attrs.evolve(options, signal=self.live.signal)
-                await self._consume(reply, updates, model, context, options)
-        if reply.final is None:
-            reply.end("aborted", REQUEST_ABORTED)
-        assert reply.final is not None
-        return reply.final, step_end()
-
-    async def _consume(
-        self,
-        reply: _Reply,
-        updates: UpdateWriter,
-        model: Model,
-        context: Context,
-        options: StreamOptions,
-    ) -> None:
-        try:
-            events = self.spec.stream_fn(model, context, options)
-            if needs_await(events):
-                events = await events
-            async for event in events:
-                if event.type == "done" or event.type == "error":
-                    reply.final = event.message if event.type == "done" else event.error
-                    return
-                reply.partial = event.partial
-                if event.type != "start":
-                    updates.post(MessageUpdate(event.partial.shallow_copy(), event))
-            reply.end("error", NO_TERMINAL_EVENT)
-        except Exception as exc:
-            if is_interruption(exc):
-                raise
-            reply.end("error", exception_text(exc))
+                final = await reader.read(self.spec.stream_fn, context, options)
+        if final is None:  # the abort cut the call
+            final = reader.aborted_message()
+        return final, step_end()
 
     # --- tool calls ---------------------------------------------------------------------------
 
@@ -267,7 +239,7 @@ class DurableRun:
             self.clock.advance(ended)
             if kind == "aborted":
                 self.batch_aborted = True
-                raise _RecordedFailure(OPERATION_ABORTED)
+                raise ToolCallAborted  # as an abort in-process: after_tool_call skips the call
             if kind == "error":
                 raise _RecordedFailure(value)
             return value
@@ -303,19 +275,21 @@ _NOT_RETURNED: Any = object()
 
 
 class _RecordedFailure(Exception):
-    """A tool call's recorded error or abort, raised where the batch makes it an error result."""
+    """A tool call's recorded error, raised where the batch makes it an error result."""
 
 
-class _Reply:
-    """A model step's view of the reply: the latest partial, and the final message once known."""
+class _ReplyUpdates:
+    """A model step's emit: posts each ``message_update`` to the step's writer.
 
-    def __init__(self, model: Model) -> None:
-        self.model = model
-        self.partial: AssistantMessage | None = None
-        self.final: AssistantMessage | None = None
+    The run has emitted the reply's ``message_start`` already, before the step.
+    """
 
-    def end(self, stop_reason: str, error_message: str) -> None:
-        self.final = ended_message(self.partial, self.model, stop_reason, error_message, step_end())
+    def __init__(self, updates: UpdateWriter) -> None:
+        self._updates = updates
+
+    def __call__(self, event: AgentEvent) -> None:
+        if event.type == "message_update":
+            self._updates.post(event)
 
 
 class _Updater:

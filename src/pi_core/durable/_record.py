@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._events import AgentEvent
-from .._messages import AgentMessage, AssistantMessage, Message, Model, failed_reply, now_ms
+from .._messages import AgentMessage, Message, now_ms
 from ..serialization import from_dict, to_dict
 
 __all__ = [
@@ -19,7 +19,6 @@ __all__ = [
     "decode_events",
     "decode_message",
     "encode_message",
-    "ended_message",
     "event_offset",
 ]
 
@@ -101,16 +100,3 @@ def encode_message(message: AgentMessage) -> dict[str, Any]:
 def decode_message(value: dict[str, Any]) -> AgentMessage:
     message: AgentMessage = from_dict(value, Message)
     return message
-
-
-def ended_message(
-    partial: AssistantMessage | None, model: Model, stop_reason: Any, error_message: str, at: int
-) -> AssistantMessage:
-    """The reply as far as it came, ended by an error or an abort inside a model step."""
-    if partial is None:
-        return failed_reply(model, stop_reason, error_message, timestamp=at)
-    final = partial.shallow_copy()
-    final.content = list(partial.content)
-    final.stop_reason = stop_reason
-    final.error_message = error_message
-    return final
