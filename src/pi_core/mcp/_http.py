@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import httpx2
 
+from .._texts import exception_text
+
 __all__ = ["open_http_client"]
 
 _TIMEOUT = httpx2.Timeout(30.0, read=300.0)
@@ -29,7 +31,7 @@ class _ServerGoneTransport(httpx2.AsyncBaseTransport):
         try:
             return await self._inner.handle_async_request(request)
         except httpx2.TransportError as exc:
-            error = {"code": _SERVER_ERROR, "message": str(exc) or type(exc).__name__}
+            error = {"code": _SERVER_ERROR, "message": exception_text(exc)}
             body = {"jsonrpc": "2.0", "id": None, "error": error}
             return httpx2.Response(503, json=body, request=request)
 

@@ -11,6 +11,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from .._events import AgentEvent, MessageEnd, ToolExecutionEnd, ToolExecutionStart
 from .._messages import AssistantMessage, Context, Model, ToolCall
+from .._texts import exception_text
 from ..nursery import AbortSignal
 from ._content import (
     finish_reason,
@@ -216,5 +217,5 @@ def _set_error(span: Span, description: str) -> None:
 
 def _fail(span: Span, exc: Exception) -> None:
     span.record_exception(exc)
-    span.set_status(Status(StatusCode.ERROR, str(exc) or type(exc).__name__))
+    span.set_status(Status(StatusCode.ERROR, exception_text(exc)))
     span.set_attribute("error.type", type(exc).__qualname__)
