@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nox
 
 nox.options.default_venv_backend = "venv"
@@ -58,11 +60,12 @@ def tests_lowest(session: nox.Session) -> None:
         "--resolution",
         "lowest-direct",
         "-e",
-        ".[trio,server,testing,durable,mcp,otel,chat]",
+        ".[trio,server,testing,durable,mcp,otel,chat,ui]",
         "pytest>=8.3",
         "pytest-xdist>=3.6",
         "mcp-server-time>=2026.10.19",
         "opentelemetry-sdk>=1.28",
+        "playwright>=1.65",
     )
     session.run("pytest", "-q", *WORKERS, *session.posargs)
 
@@ -111,16 +114,27 @@ def bench_peers(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def interop(session: nox.Session) -> None:
-    """pi-agent-core 0.73.1's TypeScript streamProxy against our proxy server, pi-ai 0.73.1's
-    Responses and Gemini providers against our recorded streams and transcripts, and the Pi coding
-    agent 0.73.1's session manager against the session files of ``pi-core chat`` (needs node >= 20
-    and npm; the tests run ``npm ci`` in tests/proxy/interop and tests/cli/pi_interop and skip,
-    saying why, without them).
+    """The TypeScript Pi of both eras, pi-agent-core and pi-ai 1.6.0 and 0.73.1, against pi_core:
+    their streamProxy clients against our proxy server, proxy servers on their pi-ai against our
+    client, their transcripts loaded and written back here and ours read there, their Responses
+    and Gemini providers against our recorded streams, and the Pi coding agents' (1.6.0 and 0.73.1) session
+    managers against pi_core's session files; the official AG-UI client and the AI SDK's
+    stream reader against pi_core.ui. Needs node >= 20 and npm: the npm packages are
+    installed from the lock files of every fixture directory under tests/, and a test that
+    cannot run Node fails here instead of skipping.
     """
     _install_group(session, "test")
+    for lock in sorted(Path("tests").glob("**/package-lock.json")):
+        if "node_modules" in lock.parts:
+            continue
+        npm_ci = ["npm", "ci", "--prefix", str(lock.parent), "--no-audit", "--no-fund"]
+        session.run(*npm_ci, "--loglevel=error", external=True)
     files = [
         "tests/proxy/test_proxy_interop.py",
         "tests/providers/test_ts_interop.py",
-        "tests/cli/test_session_interop.py",
+        "tests/test_transcript_interop.py",
+        "tests/sessions/test_session_interop.py",
+        "tests/ui/test_ag_ui_client.py",
+        "tests/ui/test_ui_message_stream.py",
     ]
-    session.run("pytest", *files, "-v", "-rs", *session.posargs)
+    session.run("pytest", *files, "-v", "-rs", *session.posargs, env={"PI_CORE_REQUIRE_NODE": "1"})

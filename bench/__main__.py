@@ -81,7 +81,7 @@ def _machine_line(info: dict[str, Any]) -> str:
         f"{info['date']} · pi_core {info['revision']} · nproc {info['nproc']} · {info['cpu']} "
         f"· Python {info['python']} "
         f"(anyio {info['anyio']}, trio {info['trio']}) · Node {info['node']} "
-        f"(pi-agent-core {info['pi_agent_core']}) · load average at the end {info['loadavg']}"
+        f"(pi-agent-core {' and '.join(info['pi_agent_core'])}) · load average at the end {info['loadavg']}"
     )
 
 

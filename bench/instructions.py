@@ -61,8 +61,13 @@ def instructions_of(valgrind_output: str) -> int:
     return int(match.group(1).replace(",", ""))
 
 
-def count(impl: str, scenario: str, n: int, backend: str) -> Count:
-    """Count one case at size ``n`` and at the scenario's smoke size; return the cost per unit."""
+def count(impl: str, scenario: str, n: int, backend: str, *, repeats: int = 1) -> Count:
+    """Count one case at size ``n`` and at the scenario's smoke size; return the cost per unit.
+
+    With ``repeats`` above one, each size is counted that many times and the least count kept: a
+    one-off cost (say, a module compiled because another process made its bytecode stale at that
+    moment) only ever adds instructions.
+    """
     small = SPECS[scenario].smoke
     if n <= small:
         raise ValueError(f"{scenario}: size {n} must exceed the smoke size {small}")
@@ -70,7 +75,11 @@ def count(impl: str, scenario: str, n: int, backend: str) -> Count:
     # the larger size): neither count below may pay for that.
     for size in (n, small):
         _case(impl, scenario, size, backend, under=[])
-    extra = _run(impl, scenario, n, backend) - _run(impl, scenario, small, backend)
+
+    def least(size: int) -> int:
+        return min(_run(impl, scenario, size, backend) for _ in range(repeats))
+
+    extra = least(n) - least(small)
     units = units_of_work(scenario, n) - units_of_work(scenario, small)
     return Count(impl, scenario, n, backend, extra / units)
 

@@ -1,4 +1,5 @@
-"""The Node side: install the pinned pi-agent-core once, then run ``bench/node/bench.mjs`` cases."""
+"""The Node side: install the pinned pi-agent-core versions once, then run ``bench/node/bench.mjs``
+cases against either of them."""
 
 from __future__ import annotations
 
@@ -10,12 +11,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["NODE_DIR", "node_unavailable", "node_version", "run_case"]
+__all__ = ["NODE_DIR", "VERSIONS", "node_unavailable", "node_version", "run_case"]
 
 NODE_DIR = Path(__file__).resolve().with_name("node")
-PINNED = "0.73.1"
-_PACKAGE = NODE_DIR / "node_modules" / "@mariozechner" / "pi-agent-core" / "package.json"
+VERSIONS = {"1.6.0": "@earendil-works", "0.73.1": "@mariozechner"}
+"""The pi-agent-core versions measured and their npm scopes: the current one first, then the one
+pi_core was first ported from."""
 _MIN_MAJOR = 20
+
+
+def _package(version: str) -> Path:
+    return NODE_DIR / "node_modules" / VERSIONS[version] / "pi-agent-core" / "package.json"
 
 
 def node_version() -> str | None:
@@ -35,42 +41,52 @@ def node_unavailable() -> str | None:
     major = re.match(r"\d+", version)
     if major is None or int(major.group()) < _MIN_MAJOR:
         return f"Node {version} is too old; pi-agent-core needs Node >= {_MIN_MAJOR}"
-    if not _PACKAGE.exists():
+    if not all(_package(pinned).exists() for pinned in VERSIONS):
         reason = _npm_install()
         if reason is not None:
             return reason
-    installed = json.loads(_PACKAGE.read_text(encoding="utf-8")).get("version")
-    if installed != PINNED:
-        return f"bench/node has pi-agent-core {installed}, not {PINNED}; delete node_modules"
+    for pinned in VERSIONS:
+        installed = json.loads(_package(pinned).read_text(encoding="utf-8")).get("version")
+        if installed != pinned:
+            scope = VERSIONS[pinned]
+            return f"bench/node has {scope}/pi-agent-core {installed}, not {pinned}; delete node_modules"
     return None
 
 
 def _npm_install() -> str | None:
     npm = shutil.which("npm")
     if npm is None:
-        return "npm is not on PATH, so @mariozechner/pi-agent-core cannot be installed"
+        return "npm is not on PATH, so pi-agent-core cannot be installed"
     verb = "ci" if (NODE_DIR / "package-lock.json").exists() else "install"
     command = [npm, verb, "--ignore-scripts", "--no-audit", "--no-fund"]
-    print(f"bench: installing pi-agent-core {PINNED} ({' '.join(command[1:])})", file=sys.stderr)
+    print(
+        f"bench: installing pi-agent-core {', '.join(VERSIONS)} ({' '.join(command[1:])})",
+        file=sys.stderr,
+    )
     completed = subprocess.run(
         command, cwd=NODE_DIR, capture_output=True, text=True, check=False, timeout=900
     )
-    if completed.returncode != 0 or not _PACKAGE.exists():
+    if completed.returncode != 0 or not all(_package(pinned).exists() for pinned in VERSIONS):
         tail = " / ".join(completed.stderr.strip().splitlines()[-3:])
         return f"npm {verb} failed in bench/node ({tail or 'no output'})"
     return None
 
 
-def run_case(scenario: str, n: int, rounds: int, min_time: float = 0.0) -> dict[str, Any]:
-    """Run one case of ``bench.mjs`` in its own Node process; return its JSON result."""
+def run_case(
+    scenario: str, n: int, rounds: int, min_time: float = 0.0, version: str = "1.6.0"
+) -> dict[str, Any]:
+    """Run one case of ``bench.mjs`` on pi-agent-core ``version`` in its own Node process;
+    return its JSON result."""
     node = shutil.which("node")
     assert node is not None, "call node_unavailable() first"
-    command = [node, "--expose-gc", "bench.mjs", "--scenario", scenario, "-n", str(n)]
-    command += ["--rounds", str(rounds), "--min-time", str(min_time)]
+    command = [node, "--expose-gc", "bench.mjs", "--pi", version, "--scenario", scenario]
+    command += ["-n", str(n), "--rounds", str(rounds), "--min-time", str(min_time)]
     completed = subprocess.run(
         command, cwd=NODE_DIR, capture_output=True, text=True, check=False, timeout=1800
     )
     if completed.returncode != 0:
-        raise RuntimeError(f"node {scenario} n={n} failed: {completed.stderr.strip()[-500:]}")
+        raise RuntimeError(
+            f"node {version} {scenario} n={n} failed: {completed.stderr.strip()[-500:]}"
+        )
     result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
     return result

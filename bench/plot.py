@@ -18,7 +18,8 @@ _SERIES = (
     ("pi_core", "trio", "tab:orange", "-"),
     ("floor", "asyncio", "tab:blue", ":"),
     ("floor", "trio", "tab:orange", ":"),
-    ("node", "node", "tab:green", "--"),
+    ("node", "1.6.0", "tab:green", "--"),
+    ("node", "0.73.1", "tab:olive", "-."),
 )
 
 
@@ -49,7 +50,7 @@ def plot_growth(rows: Sequence[Row], path: Path) -> Path | None:
             )
             if points:
                 sizes, costs = zip(*points, strict=True)
-                label = impl if impl == "node" else f"{impl} {backend}"
+                label = f"{impl} {backend}"
                 axis.plot(sizes, costs, style, color=color, marker="o", label=label)
         axis.set_xscale("log")
         sizes_shown = sorted({row.case.n for row in rows if row.case.scenario == scenario})

@@ -60,7 +60,7 @@ class Row:
 
     @property
     def events_ok(self) -> bool:
-        return self.events == (SPECS[self.case.scenario].events(self.case.n),)
+        return self.events == (expected_events(self.case),)
 
     @property
     def too_fast(self) -> bool:
@@ -71,6 +71,18 @@ class Row:
         """
         least = SPECS[self.case.scenario].least_seconds(self.case.n)
         return self.seconds_min < least - 0.0015
+
+
+def expected_events(case: Case) -> int:
+    """The event count a run of ``case`` must emit: the scenario's plus the system messages
+    that declare the tools, for pi_core and Node 1.6.0; 0.73.1's for Node 0.73.1."""
+    spec = SPECS[case.scenario]
+    if case.impl != "node":
+        return spec.events(case.n) + spec.declared(case.n)
+    count = (spec.node_events or spec.events)(case.n)
+    if case.backend == "1.6.0":
+        count += spec.declared(case.n)
+    return count
 
 
 def plan(
@@ -94,7 +106,7 @@ def plan(
                 if floors:
                     group.append(Case("floor", scenario, n, backend))
             if node:
-                group.append(Case("node", scenario, n, "node"))
+                group.extend(Case("node", scenario, n, pinned) for pinned in node_bridge.VERSIONS)
             groups.append(group)
     return groups
 
@@ -123,7 +135,7 @@ def run(
 
 def _run_case(case: Case, rounds: int, min_time: float) -> dict[str, Any]:
     if case.impl == "node":
-        return node_bridge.run_case(case.scenario, case.n, rounds, min_time)
+        return node_bridge.run_case(case.scenario, case.n, rounds, min_time, case.backend)
     command = [sys.executable, "-m", "bench.case", "--impl", case.impl]
     command += ["--scenario", case.scenario, "-n", str(case.n), "--backend", case.backend]
     command += ["--rounds", str(rounds), "--min-time", str(min_time)]
@@ -172,15 +184,20 @@ def report(rows: Sequence[Row]) -> list[dict[str, Any]]:
     for row in rows:
         case = row.case
         floor = index.get(Case("floor", case.scenario, case.n, case.backend))
-        node = index.get(Case("node", case.scenario, case.n, "node"))
         record = _record(row)
         if case.impl == "pi_core":
             record["floor_per_unit_us"] = _round(floor.per_unit_us) if floor else None
             record["ratio"] = _ratio(row, floor)
-            record["node_per_unit_us"] = _round(node.per_unit_us) if node else None
-            record["vs_node"] = _ratio(row, node)
+            for pinned, key in _NODE_KEYS.items():
+                node = index.get(Case("node", case.scenario, case.n, pinned))
+                record[f"{key}_per_unit_us"] = _round(node.per_unit_us) if node else None
+                record[f"vs_{key}"] = _ratio(row, node)
         records.append(record)
     return records
+
+
+_NODE_KEYS = {"1.6.0": "node", "0.73.1": "node_0_73"}
+"""The record keys of each Node version: the current one is plain ``node``."""
 
 
 def _record(row: Row) -> dict[str, Any]:
@@ -194,7 +211,7 @@ def _record(row: Row) -> dict[str, Any]:
         "seconds_min": round(row.seconds_min, 6),
         "per_unit_us": _round(row.per_unit_us),
         "events": row.events[0] if len(row.events) == 1 else list(row.events),
-        "events_expected": spec.events(row.case.n) if row.case.impl != "floor" else None,
+        "events_expected": expected_events(row.case) if row.case.impl != "floor" else None,
         "rss_mb": round(row.rss_mb, 2),
         "rss_growth_mb": round(row.rss_growth_mb, 2),
         "rounds": row.rounds,
@@ -218,9 +235,9 @@ def table(rows: Sequence[Row]) -> str:
     """A Markdown table: pi_core, its floor and Node side by side, per scenario, size, backend."""
     index = {row.case: row for row in rows}
     lines = [
-        f"| scenario | size | unit | backend | pi_core | floor | {_TIMES} floor | Node | {_TIMES} Node "
-        "| RSS MB pi_core / Node | events |",
-        "|---|---|---|---|--:|--:|--:|--:|--:|--:|---|",
+        f"| scenario | size | unit | backend | pi_core | floor | {_TIMES} floor | Node 1.6.0 "
+        f"| {_TIMES} Node | Node 0.73.1 | RSS MB pi_core / Node | events pi_core / 1.6.0 / 0.73.1 |",
+        "|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|---|",
     ]
     for row in rows:
         case = row.case
@@ -228,7 +245,8 @@ def table(rows: Sequence[Row]) -> str:
             continue
         spec = SPECS[case.scenario]
         floor = index.get(Case("floor", case.scenario, case.n, case.backend))
-        node = index.get(Case("node", case.scenario, case.n, "node"))
+        node = index.get(Case("node", case.scenario, case.n, "1.6.0"))
+        old = index.get(Case("node", case.scenario, case.n, "0.73.1"))
         unit, value = _display(row)
         cells = [
             case.scenario,
@@ -240,8 +258,9 @@ def table(rows: Sequence[Row]) -> str:
             _times(_ratio(row, floor)),
             _display(node)[1] if node else _NONE,
             _times(_ratio(row, node)),
+            _display(old)[1] if old else _NONE,
             f"{_memory(row)} / {_memory(node) if node else _NONE}",
-            _events(row) + (f" / {_events(node)}" if node else ""),
+            " / ".join(_events(each) for each in (row, node, old) if each),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -268,11 +287,7 @@ def _events(row: Row) -> str:
     if row.too_fast:
         return "✗ faster than its sleeps allow"
     got = "/".join(str(e) for e in row.events)
-    return (
-        f"{got} ✓"
-        if row.events_ok
-        else f"{got} ✗ (want {SPECS[row.case.scenario].events(row.case.n)})"
-    )
+    return f"{got} ✓" if row.events_ok else f"{got} ✗ (want {expected_events(row.case)})"
 
 
 def machine() -> dict[str, Any]:
@@ -289,7 +304,7 @@ def machine() -> dict[str, Any]:
         "pi_core": _version_or_none("pi-agent-core-py"),
         "revision": _revision(),
         "node": node_bridge.node_version(),
-        "pi_agent_core": node_bridge.PINNED,
+        "pi_agent_core": list(node_bridge.VERSIONS),
     }
 
 

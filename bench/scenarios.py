@@ -2,7 +2,9 @@
 
 Every scenario talks to a scripted instant model: pre-built replies replayed event by event, with
 no chunking and no waiting (except the streaming scenario, which checkpoints once per delta), and
-a ``convert_to_llm`` that keeps user / assistant / toolResult messages, as upstream's default does.
+a ``convert_to_llm`` that keeps system / user / assistant / toolResult messages, as the default
+does. A loop run's context has tools its transcript does not declare, so each run starts with the
+system message that declares them (:attr:`Spec.declared`).
 :func:`prepare` does a round's setup and returns the coroutine function to time.
 """
 
@@ -63,7 +65,7 @@ class Spec:
     """A tiny size for the smoke test."""
     unit: str
     events: Callable[[int], int]
-    """The event count a run of size n must emit."""
+    """The event count a run of size n must emit, besides :attr:`declared`."""
     overhead_s: float = 0.0
     """Wall time no implementation can avoid; subtracted before dividing by n."""
     rounds: int | None = None
@@ -72,6 +74,11 @@ class Spec:
     """The warm-up runs the scenario at size n // warmup_divisor."""
     least_seconds: Callable[[int], float] = lambda n: 0.0
     """The wall time its sleeps take at the least: a faster run did not do what it should."""
+    node_events: Callable[[int], int] | None = None
+    """The event count of a run of pi-agent-core 0.73.1 (``events`` when ``None``)."""
+    declared: Callable[[int], int] = lambda n: 0
+    """The events pi_core and 1.6.0 add to 0.73.1's: the system message that declares a loop
+    run's tools (``message_start`` and ``message_end``) before its first turn."""
 
     def per_unit_us(self, seconds: float, n: int) -> float:
         return (seconds - self.overhead_s) / n * 1e6
@@ -80,7 +87,16 @@ class Spec:
 SPECS: dict[str, Spec] = {
     spec.name: spec
     for spec in (
-        Spec("turns", "T", (2000,), smoke=3, unit="turn", events=lambda t: 16 * t - 3),
+        Spec(
+            "turns",
+            "T",
+            (2000,),
+            smoke=3,
+            unit="turn",
+            events=lambda t: 16 * t - 3,
+            node_events=lambda t: 16 * t - 3,
+            declared=lambda t: 2,
+        ),
         Spec(
             "fanout",
             "N",
@@ -88,6 +104,8 @@ SPECS: dict[str, Spec] = {
             smoke=3,
             unit="tool",
             events=lambda n: 7 * n + 22,
+            node_events=lambda n: 7 * n + 22,
+            declared=lambda n: 2,
             overhead_s=0.010,
             least_seconds=lambda n: 0.010,
         ),
@@ -98,6 +116,8 @@ SPECS: dict[str, Spec] = {
             smoke=3,
             unit="tool",
             events=lambda n: 7 * n + 22,
+            node_events=lambda n: 7 * n + 22,
+            declared=lambda n: 2,
             least_seconds=lambda n: 0.010 * n,
         ),
         Spec("streaming", "D", (100_000,), smoke=10, unit="delta", events=lambda d: d + 10),
@@ -117,6 +137,8 @@ SPECS: dict[str, Spec] = {
             smoke=3,
             unit="run",
             events=lambda r: 45 * r,
+            node_events=lambda r: 45 * r,
+            declared=lambda r: 2 * r,
             rounds=1,
             warmup_divisor=10,
         ),
@@ -136,7 +158,7 @@ QUICK: dict[str, tuple[int, ...]] = {
 # --- the model, the tools, the scripted replies --------------------------------------------------
 
 MODEL = Model("bench", api="bench", provider="bench")
-LLM_ROLES = frozenset(("user", "assistant", "toolResult"))
+LLM_ROLES = frozenset(("system", "user", "assistant", "toolResult"))
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 TOOL_RESULT = AgentToolResult([TextContent("ok")])
 

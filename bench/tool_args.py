@@ -25,6 +25,8 @@ from pi_core import Model
 from pi_core.providers._partial import PartialMessage
 from pi_core.proxy._decode import WireDecoder
 
+from .report import field, param, print_report
+
 __all__ = ["arguments_text", "main", "through_decoder", "through_partial"]
 
 DEFAULT_SIZES_KIB = (64, 128, 256, 512)
@@ -96,20 +98,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, action="append", help="KiB of arguments")
     parser.add_argument("--delta", type=int, default=4, help="characters per delta")
     args = parser.parse_args(argv)
-    rows = []
-    for path in PATHS:
-        for kib in args.size or DEFAULT_SIZES_KIB:
-            row = measure(path, kib, args.delta)
-            print(json.dumps(row), flush=True)
-            rows.append(row)
-    print("\n| path | KiB | deltas | seconds | µs per KiB |\n|---|--:|--:|--:|--:|")
-    for row in rows:
-        params = row["params"]
-        assert isinstance(params, dict)
-        print(
-            f"| {params['path']} | {params['kib']} | {params['deltas']:,} | "
-            f"{row['seconds']} | {row['per_unit_us']:,} |"
-        )
+    rows = (
+        measure(path, kib, args.delta) for path in PATHS for kib in args.size or DEFAULT_SIZES_KIB
+    )
+    columns = [
+        ("path", param("path")),
+        ("KiB", param("kib")),
+        ("deltas", param("deltas", ",")),
+        ("seconds", field("seconds")),
+        ("µs per KiB", field("per_unit_us", ",")),
+    ]
+    print_report(rows, columns)
     return 0
 
 

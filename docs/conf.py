@@ -148,7 +148,7 @@ def _shown(default: Any) -> str:
 
 # --- attribute docs of published classes -------------------------------------------------------
 
-_PUBLIC_MODULES = ("pi_core", "pi_core.testing", "pi_core.nursery", "pi_core.proxy")
+_PUBLIC_MODULES = ("pi_core", "pi_core.testing", "pi_core.nursery", "pi_core.proxy", "pi_core.sse")
 
 
 def _published_attribute_docs() -> None:

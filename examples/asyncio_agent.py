@@ -2,12 +2,10 @@
 
 Run it:  python examples/asyncio_agent.py
 
-It uses the scripted faux model, so it needs no network and no key. For a real model, register a
-provider and give the Agent its model instead (the rest stays the same)::
+It uses the scripted faux model, so it needs no network and no key. For a real model, name it
+and leave out ``stream_fn`` (the rest stays the same; the key comes from OPENAI_API_KEY)::
 
-    from pi_core.providers import openai
-    openai.register()  # reads OPENAI_API_KEY
-    model = Model("gpt-4o-mini", api="openai-completions", provider="openai")
+    agent = Agent(model="openai/gpt-4o-mini", tools=[get_weather])
 """
 
 from __future__ import annotations
@@ -74,6 +72,7 @@ async def main() -> Agent:
     )
     agent.subscribe(show)
     await agent.prompt("What's the weather in Lisbon?")
+    # The system prompt and the tool declaration are its first message.
     print(f"[done] {len(agent.state.messages)} messages in the transcript")
     return agent
 

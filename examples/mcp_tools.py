@@ -1,6 +1,6 @@
 """An agent using the tools of a published MCP server: ``mcp-server-time``, over stdio.
 
-Needs the ``mcp`` extra and the server (``pip install 'pi-core[mcp]' mcp-server-time``). The
+Needs the ``mcp`` extra and the server (``pip install '.[mcp]' mcp-server-time`` in the checkout). The
 model is scripted (no network, no key); with a real one, drop the FauxProvider lines and pass
 ``model=get_model(...)``. ``python examples/mcp_tools.py [asyncio|trio]``.
 """

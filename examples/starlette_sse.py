@@ -3,28 +3,22 @@
 Run it:  python examples/starlette_sse.py        then open http://127.0.0.1:8000
    or:   cd examples && hypercorn --worker-class trio starlette_sse:app      (the same on trio)
 
-Each request to ``/events?prompt=...`` runs one agent. The run lives exactly as long as its
-response: :class:`AgentEventsResponse` owns a task group holding the run and the streaming
-response, so when the client goes away the run is cancelled, and when the run ends the response
-ends. A slow client slows the run down (the listener awaits the send) instead of piling up events.
+Each request to ``/events?prompt=...`` runs a new agent (one per conversation: an Agent runs one
+prompt at a time). The run lives exactly as long as its response (``pi_core.sse``): when the
+client goes away the run is cancelled, and when the run ends the response ends.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import anyio
-from anyio.streams.memory import MemoryObjectSendStream
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
 
 from pi_core import (
-    AbortSignal,
     Agent,
-    AgentEvent,
     AssistantMessage,
     Context,
     Model,
@@ -35,7 +29,7 @@ from pi_core import (
     tool,
 )
 from pi_core.providers.faux import FauxProvider, faux_assistant_message, faux_text, faux_tool_call
-from pi_core.serialization import dumps
+from pi_core.sse import agent_events_response
 
 
 @tool
@@ -64,34 +58,6 @@ def _text(blocks: Sequence[object]) -> str:
     return " ".join(block.text for block in blocks if isinstance(block, TextContent))
 
 
-class AgentEventsResponse(Response):
-    """An SSE response carrying the events of one agent run, one ``data:`` line each."""
-
-    def __init__(self, agent: Agent, prompt: str) -> None:
-        super().__init__()
-        self.agent = agent
-        self.prompt = prompt
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        events_in, events_out = anyio.create_memory_object_stream[str](16)
-        async with events_out, anyio.create_task_group() as tg:
-            tg.start_soon(self._run, events_in)
-            stream = StreamingResponse(
-                events_out, media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
-            )
-            await stream(scope, receive, send)
-            # The response is over: the run has ended, or the client is gone and it must stop.
-            tg.cancel_scope.cancel()
-
-    async def _run(self, events: MemoryObjectSendStream[str]) -> None:
-        async def forward(event: AgentEvent, signal: AbortSignal) -> None:
-            await events.send(f"data: {dumps(event)}\n\n")
-
-        self.agent.subscribe(forward)
-        async with events:  # closing it ends the response
-            await self.agent.prompt(self.prompt)
-
-
 def create_app(tokens_per_second: float | None = 40.0) -> Starlette:
     """The service; ``tokens_per_second`` paces the faux model (``None``: as fast as possible)."""
 
@@ -99,7 +65,7 @@ def create_app(tokens_per_second: float | None = 40.0) -> Starlette:
         faux = FauxProvider(tokens_per_second=tokens_per_second)
         faux.set_responses([scripted_reply, scripted_reply])
         agent = Agent(model=faux.get_model(), stream_fn=faux.stream, tools=[count_words])
-        return AgentEventsResponse(agent, request.query_params.get("prompt", "Hello there"))
+        return agent_events_response(agent, request.query_params.get("prompt", "Hello there"))
 
     async def page(request: Request) -> Response:
         return HTMLResponse(PAGE)

@@ -1,6 +1,6 @@
 """The agent loop under trio: ``async with agent_loop(...)`` hands out the run's events.
 
-Run it:  python examples/trio_agent.py      (needs trio: pip install 'pi-agent-core-py[trio]')
+Run it:  python examples/trio_agent.py      (needs trio: pip install '.[trio]')
 
 The run is a child task of the ``async with`` block, so it obeys trio's rules like any other
 task: the deadline below cancels it if the model is too slow, and nothing outlives the block.

@@ -1,16 +1,18 @@
 """Regenerate ``src/pi_core/_models_data.py``, the model catalogue, from pi-ai's own catalogue.
 
-pi-ai (npm ``@mariozechner/pi-ai``) ships the facts about every model it knows in
-``dist/models.generated.js``: api, base URL, context window, output limit, reasoning, input kinds,
-prices, extra headers and compatibility settings. This script reads that file with Node (it is an
-ES module of plain object literals) and writes them as compact JSON rows into a Python module that
-imports in microseconds and is parsed only on first use.
+pi-ai (npm ``@earendil-works/pi-ai``) ships the facts about every model it knows, reachable
+from ``dist/models.generated.js`` (its ``MODELS``: provider → id → model): api, base URL,
+context window, output limit, reasoning, input kinds, prices (with their tiers), extra headers,
+compatibility settings, the thinking-level map, prompt-cache lifetimes and request limits. This
+script reads it with Node and writes it as compact JSON rows into a Python module that imports
+in microseconds and is parsed only on first use. A provider whose models are all of another
+kind than chat (image or classifier models) is listed without models.
 
 Usage::
 
     python scripts/generate_models.py                 # npm pack the default version, then read it
-    python scripts/generate_models.py --version 0.74.0
-    python scripts/generate_models.py --package /tmp/package   # an unpacked package directory
+    python scripts/generate_models.py --version 1.6.1
+    python scripts/generate_models.py --package node_modules/@earendil-works/pi-ai
 
 Needs ``node`` (and ``npm`` unless ``--package`` is given) on PATH.
 """
@@ -26,8 +28,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-DEFAULT_VERSION = "0.73.1"
-PACKAGE = "@mariozechner/pi-ai"
+DEFAULT_VERSION = "1.6.0"
+PACKAGE = "@earendil-works/pi-ai"
 OUTPUT = Path(__file__).resolve().parent.parent / "src" / "pi_core" / "_models_data.py"
 
 # Reads the catalogue and prints it as JSON, with the version from package.json.
@@ -48,12 +50,14 @@ Source: {package} {version} (dist/models.generated.js).
 
 One JSON array per model: provider, id, name, api, base URL, reasoning (0/1), input kinds,
 cost [input, output, cache read, cache write] in dollars per million tokens (0 where unknown or
-variable), context window, max output tokens, headers (or null) and compatibility settings (or
-null).
+variable), context window, max output tokens, headers (or null), compatibility settings (or
+null) and the rest (or null): an object with any of type, thinkingLevelMap, promptCache,
+inputLimits and costTiers, as the source has them.
 """
 
 CATALOGUE_SOURCE = "{package}"
 CATALOGUE_VERSION = "{version}"
+PROVIDERS = {providers}
 
 ROWS = r"""
 '''
@@ -114,7 +118,8 @@ def render(catalogue: dict[str, Any]) -> str:
     body = "[\n" + ",\n".join(rows) + "\n]"
     if '"""' in body:
         raise ValueError("the catalogue contains a triple quote; it cannot be embedded as is")
-    header = _HEADER.format(package=PACKAGE, version=catalogue["version"])
+    providers = json.dumps(sorted(catalogue["models"]))
+    header = _HEADER.format(package=PACKAGE, version=catalogue["version"], providers=providers)
     return header + body + '\n"""\n'
 
 
@@ -131,11 +136,24 @@ def _row(provider: str, model: dict[str, Any]) -> list[Any]:
         1 if model["reasoning"] else 0,
         model["input"],
         [_price(cost[key]) for key in ("input", "output", "cacheRead", "cacheWrite")],
-        model["contextWindow"],
-        model["maxTokens"],
+        model.get("contextWindow", 0),
+        model.get("maxTokens", 0),
         model.get("headers") or None,
         model.get("compat") or None,
+        _rest(model),
     ]
+
+
+def _rest(model: dict[str, Any]) -> dict[str, Any] | None:
+    """The fields of newer catalogues, under their own names; ``None`` when there are none."""
+    rest = {key: model[key] for key in _REST if model.get(key) is not None}
+    tiers = model["cost"].get("tiers")
+    if tiers:
+        rest["costTiers"] = tiers
+    return rest or None
+
+
+_REST = ("type", "thinkingLevelMap", "promptCache", "inputLimits")
 
 
 def _price(value: float) -> float:

@@ -11,9 +11,32 @@ from typing import Any
 import anyio
 from hypercorn.config import Config
 
-__all__ = ["App", "serve_on_localhost"]
+__all__ = ["App", "RequestsInFlight", "serve_on_localhost"]
 
 App = Callable[[Any, Any, Any], Awaitable[None]]
+
+
+class RequestsInFlight:
+    """Counts the HTTP requests an app is serving; ``on_return`` is called as each one returns,
+    so that a test can tell when the server has nothing left running."""
+
+    def __init__(self, on_return: Callable[[], None]) -> None:
+        self.count = 0
+        self._on_return = on_return
+
+    def counting(self, app: App) -> App:
+        """``app``, counted."""
+
+        async def counted(scope: Any, receive: Any, send: Any) -> None:
+            http = scope["type"] == "http"
+            self.count += http
+            try:
+                await app(scope, receive, send)
+            finally:
+                self.count -= http
+                self._on_return()
+
+        return counted
 
 
 @asynccontextmanager

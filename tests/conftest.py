@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import sqlite3
 import sys
 
@@ -38,11 +39,27 @@ SQLite only has from 3.42: with an older library every launch fails (Postgres is
 _DURABLE_ON_SQLITE = (
     "tests/durable/test_durable_client.py::",
     "tests/durable/test_durable_crash.py::",
+    "tests/durable/test_durable_subagent.py::",
+    "tests/durable/test_durable_recording.py::",
+    "tests/durable/test_cli_runs_output.py::",
+    "tests/durable/test_durable_outages.py::test_a_call_on_a_sqlite_file_locked_by_another_process_is_bounded",
     "tests/durable/test_bench_durable_smoke.py::",
     "tests/durable/test_cli_durable.py::test_cancel_resume_and_abort_from_the_shell",
     "tests/test_examples.py::test_durable_worker",
     "tests/test_docs_snippets.py::test_snippet_runs[docs/durable.md",
+    "tests/ui/test_web_page.py::test_a_durable_run",
 )
+_DURABLE_ON_BOTH = (
+    "tests/durable/test_durable_replay_policy.py::",
+    "tests/durable/test_durable_stop.py::",
+)
+"""Tests that run on SQLite and on Postgres: only their SQLite cases (``[sqlite]``) are skipped."""
+
+
+def _needs_dbos_on_sqlite(nodeid: str) -> bool:
+    if nodeid.startswith(_DURABLE_ON_SQLITE):
+        return True
+    return nodeid.startswith(_DURABLE_ON_BOTH) and nodeid.endswith("[sqlite]")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -52,13 +69,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         reason=f"dbos on Python 3.12+ needs SQLite >= 3.42; this Python has {sqlite3.sqlite_version}"
     )
     for item in items:
-        if item.nodeid.startswith(_DURABLE_ON_SQLITE):
+        if _needs_dbos_on_sqlite(item.nodeid):
             item.add_marker(skip)
 
 
 @pytest.fixture(params=_BACKENDS)
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A port on 127.0.0.1 where nothing listens any more: connecting is refused at once."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
 
 
 @pytest.fixture(scope="module")

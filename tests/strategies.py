@@ -29,9 +29,11 @@ __all__ = [
     "messages",
     "model_costs",
     "models",
+    "system_messages",
     "text_contents",
     "thinking_contents",
     "tool_calls",
+    "tool_references",
     "tool_result_contents",
     "tool_result_messages",
     "tools",
@@ -49,6 +51,8 @@ optional_texts = st.none() | texts
 timestamps = st.integers(min_value=0, max_value=MAX_SAFE_INTEGER)
 token_counts = st.integers(min_value=0, max_value=10**9)
 amounts = st.floats(allow_nan=False, allow_infinity=False)
+optional_counts = st.none() | token_counts
+durations = st.none() | st.floats(min_value=0, max_value=1e9, allow_nan=False)
 
 json_scalars: st.SearchStrategy[Any] = (
     st.none()
@@ -76,7 +80,7 @@ image_contents: st.SearchStrategy[pc.ImageContent] = st.builds(
     st.sampled_from(["image/png", "image/jpeg", "image/gif", "image/webp"]),
 )
 tool_calls: st.SearchStrategy[pc.ToolCall] = st.builds(
-    pc.ToolCall, names, names, json_objects, optional_texts
+    pc.ToolCall, names, names, json_objects, optional_texts, optional_texts, optional_texts
 )
 assistant_contents: st.SearchStrategy[pc.TextContent | pc.ThinkingContent | pc.ToolCall] = (
     text_contents | thinking_contents | tool_calls
@@ -88,13 +92,24 @@ tool_result_contents: st.SearchStrategy[pc.TextContent | pc.ImageContent] = (
 # --- usage and messages -------------------------------------------------------------------------
 
 usage_costs: st.SearchStrategy[pc.UsageCost] = st.builds(
-    pc.UsageCost, amounts, amounts, amounts, amounts, amounts
+    pc.UsageCost, amounts, amounts, amounts, amounts, amounts, st.none() | st.booleans()
 )
 usages: st.SearchStrategy[pc.Usage] = st.builds(
-    pc.Usage, token_counts, token_counts, token_counts, token_counts, token_counts, usage_costs
+    pc.Usage,
+    token_counts,
+    token_counts,
+    token_counts,
+    token_counts,
+    token_counts,
+    usage_costs,
+    optional_counts,
+    optional_counts,
 )
 stop_reasons: st.SearchStrategy[pc.StopReason] = st.sampled_from(
-    ["stop", "length", "toolUse", "error", "aborted"]
+    ["stop", "length", "toolUse", "error", "aborted", "pending", "deferred"]
+)
+thinking_levels: st.SearchStrategy[pc.ThinkingLevel | None] = st.none() | st.sampled_from(
+    ["off", "minimal", "low", "medium", "high", "xhigh", "max"]
 )
 
 user_messages: st.SearchStrategy[pc.UserMessage] = st.builds(
@@ -112,6 +127,10 @@ assistant_messages: st.SearchStrategy[pc.AssistantMessage] = st.builds(
     optional_texts,
     optional_texts,
     timestamps,
+    optional_texts,
+    thinking_levels,
+    optional_texts,
+    durations,
 )
 tool_result_messages: st.SearchStrategy[pc.ToolResultMessage] = st.builds(
     pc.ToolResultMessage,
@@ -121,8 +140,22 @@ tool_result_messages: st.SearchStrategy[pc.ToolResultMessage] = st.builds(
     json_values,
     st.booleans(),
     timestamps,
+    st.none() | usages,
+    st.none() | st.fixed_dictionaries({"calls": st.just([]), "complete": st.booleans()}),
+    durations,
 )
-messages: st.SearchStrategy[pc.Message] = user_messages | assistant_messages | tool_result_messages
+tool_references: st.SearchStrategy[pc.ToolReference] = st.builds(pc.ToolReference, names)
+system_messages: st.SearchStrategy[pc.SystemMessage] = st.builds(
+    pc.SystemMessage,
+    texts | st.lists(text_contents, max_size=2),
+    st.none() | st.dictionaries(names, optional_texts, max_size=3),
+    st.none() | st.lists(st.builds(pc.Tool, names, texts, json_objects), max_size=2),
+    st.none() | st.lists(tool_references, max_size=2),
+    timestamps,
+)
+messages: st.SearchStrategy[pc.Message] = (
+    system_messages | user_messages | assistant_messages | tool_result_messages
+)
 
 # --- models, tools, contexts --------------------------------------------------------------------
 
@@ -173,7 +206,9 @@ assistant_message_event_strategies: dict[type[Any], st.SearchStrategy[Any]] = {
     },
     pc.ToolCallEnd: st.builds(pc.ToolCallEnd, content_indexes, tool_calls, assistant_messages),
     pc.StreamDone: st.builds(
-        pc.StreamDone, st.sampled_from(["stop", "length", "toolUse"]), assistant_messages
+        pc.StreamDone,
+        st.sampled_from(["stop", "length", "toolUse", "deferred"]),
+        assistant_messages,
     ),
     pc.StreamError: st.builds(
         pc.StreamError, st.sampled_from(["aborted", "error"]), assistant_messages

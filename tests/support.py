@@ -8,7 +8,10 @@ from typing import Any
 import anyio
 
 from pi_core import (
+    AbortSignal,
+    AgentContext,
     AgentEvent,
+    AgentLoopConfig,
     AgentTool,
     AgentToolResult,
     AssistantMessage,
@@ -22,8 +25,12 @@ from pi_core import (
     TextDelta,
     TextStart,
     ToolCall,
+    ToolResultMessage,
+    UserMessage,
+    run_agent_loop,
 )
 from pi_core.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
+from pi_core.testing import check_event_grammar
 
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -50,7 +57,7 @@ class Recorder:
 
 def make_tool(
     name: str,
-    execute: Callable[..., Awaitable[AgentToolResult | str]] | None = None,
+    execute: Callable[..., Awaitable[object]] | None = None,
     *,
     parameters: dict[str, Any] | None = None,
     **options: Any,
@@ -135,3 +142,23 @@ def logging_getter(log: list[str], tag: str, *messages: Any) -> Callable[[], lis
         return list(messages)
 
     return get
+
+
+async def run_tool_call(
+    agent_tool: AgentTool, arguments: dict[str, Any], signal: AbortSignal | None = None
+) -> tuple[ToolResultMessage, Recorder]:
+    """Run the loop on one reply calling ``agent_tool`` once, then a text reply: the call's
+    result message, and every event (checked against the event grammar)."""
+    provider = faux()
+    call = faux_tool_call(agent_tool.name, arguments, id="c1")
+    provider.set_responses(
+        [faux_assistant_message([call], stop_reason="toolUse"), faux_assistant_message("ok")]
+    )
+    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)
+    recorder = Recorder()
+    context = AgentContext(tools=[agent_tool])
+    with anyio.fail_after(10):
+        new = await run_agent_loop([UserMessage("go")], context, config, recorder, signal=signal)
+    check_event_grammar(recorder.events)
+    [result] = [message for message in new if isinstance(message, ToolResultMessage)]
+    return result, recorder

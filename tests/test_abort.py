@@ -52,7 +52,7 @@ async def test_abort_while_streaming_keeps_the_partial() -> None:
     config = AgentLoopConfig(Model("m", api="a", provider="p"), stream_fn=stream)
     with anyio.fail_after(5):
         new = await run_agent_loop(
-            [UserMessage("go")], AgentContext(), config, emit, controller.signal
+            [UserMessage("go")], AgentContext(), config, emit, signal=controller.signal
         )
     check_event_grammar(recorder.events)
     final = new[-1]
@@ -80,7 +80,7 @@ async def test_abort_from_another_task_cancels_the_stream_at_once() -> None:
 
             tg.start_soon(abort_when_streaming)
             new = await run_agent_loop(
-                [UserMessage("go")], AgentContext(), config, recorder, controller.signal
+                [UserMessage("go")], AgentContext(), config, recorder, signal=controller.signal
             )
     assert new[-1].stop_reason == "aborted"  # type: ignore[union-attr]
     assert controller.signal.reason == "user pressed stop"
@@ -102,7 +102,7 @@ async def test_listener_running_during_abort_is_not_cancelled() -> None:
     config = AgentLoopConfig(Model("m"), stream_fn=stream)
     with anyio.fail_after(5):
         new = await run_agent_loop(
-            [UserMessage("go")], AgentContext(), config, emit, controller.signal
+            [UserMessage("go")], AgentContext(), config, emit, signal=controller.signal
         )
     assert finished == ["listener survived"]
     assert new[-1].stop_reason == "aborted"  # type: ignore[union-attr]
@@ -121,7 +121,7 @@ async def test_already_aborted_signal_never_calls_the_model() -> None:
     )
     recorder = Recorder()
     new = await run_agent_loop(
-        [UserMessage("go")], AgentContext(), config, recorder, controller.signal
+        [UserMessage("go")], AgentContext(), config, recorder, signal=controller.signal
     )
     assert stream.calls == 0
     assert polls == []
@@ -168,7 +168,7 @@ async def test_abort_during_parallel_batch_closes_out_every_call() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(aborter)
             new = await run_agent_loop(
-                [UserMessage("go")], context, config, recorder, controller.signal
+                [UserMessage("go")], context, config, recorder, signal=controller.signal
             )
     check_event_grammar(recorder.events)
     check_transcript(new)
@@ -207,7 +207,7 @@ async def test_abort_in_sequential_batch_closes_out_the_calls_not_started() -> N
     context = AgentContext(tools=[make_tool("quick", quick), make_tool("stuck", stuck)])
     with anyio.fail_after(5):
         new = await run_agent_loop(
-            [UserMessage("go")], context, config, recorder, controller.signal
+            [UserMessage("go")], context, config, recorder, signal=controller.signal
         )
     check_event_grammar(recorder.events)
     assert ran == []
@@ -243,7 +243,7 @@ async def test_abort_during_an_async_before_hook_cancels_it() -> None:
             AgentContext(tools=[make_tool("t", execute)]),
             config,
             recorder,
-            controller.signal,
+            signal=controller.signal,
         )
     check_event_grammar(recorder.events)
     assert executed == []
@@ -279,7 +279,7 @@ async def test_no_polls_after_abort_and_queues_keep_their_messages() -> None:
         AgentContext(tools=[make_tool("t", aborting)]),
         config,
         Recorder(),
-        controller.signal,
+        signal=controller.signal,
     )
     assert polls == ["S"]  # only the poll at the start of the run: the follow-up stays queued
     assert new[-1].role == "toolResult"
@@ -308,7 +308,9 @@ async def test_messages_drained_before_an_abort_are_injected() -> None:
         stream_fn=provider.stream,
         get_steering_messages=lambda: [] if not recorder.of_type("turn_end") else drain(),
     )
-    new = await run_agent_loop([UserMessage("go")], AgentContext(), config, emit, controller.signal)
+    new = await run_agent_loop(
+        [UserMessage("go")], AgentContext(), config, emit, signal=controller.signal
+    )
     check_event_grammar(recorder.events)
     assert steer in new
     assert provider.call_count - calls_before == 1
@@ -331,7 +333,7 @@ async def test_abort_after_the_final_reply_changes_nothing() -> None:
         AgentContext(),
         AgentLoopConfig(provider.get_model(), stream_fn=provider.stream),
         emit,
-        controller.signal,
+        signal=controller.signal,
     )
     check_event_grammar(recorder.events)
     assert new[-1].stop_reason == "stop"  # type: ignore[union-attr]
@@ -363,7 +365,7 @@ async def test_outside_cancellation_is_not_an_abort() -> None:
                     AgentContext(tools=[make_tool("stuck", stuck)]),
                     config,
                     recorder,
-                    AbortController().signal,
+                    signal=AbortController().signal,
                 )
 
             tg.start_soon(run)
@@ -389,7 +391,7 @@ async def test_abort_from_a_listener_stops_a_stream_that_never_checkpoints(kind:
     config = AgentLoopConfig(stream.model, stream_fn=stream)
     with anyio.fail_after(5):
         new = await run_agent_loop(
-            [UserMessage("go")], AgentContext(), config, emit, controller.signal
+            [UserMessage("go")], AgentContext(), config, emit, signal=controller.signal
         )
     check_event_grammar(recorder.events)
     final = new[-1]
@@ -420,7 +422,7 @@ async def test_abort_from_the_model_call_itself_ends_a_stream_that_never_checkpo
             AgentContext(tools=[make_tool("noop")]),
             config,
             recorder,
-            controller.signal,
+            signal=controller.signal,
         )
     check_event_grammar(recorder.events)
     final = new[-1]
@@ -450,7 +452,7 @@ async def test_calls_waiting_for_the_limiter_never_start_after_an_abort() -> Non
             AgentContext(tools=[make_tool("t", first_aborts)]),
             config,
             recorder,
-            controller.signal,
+            signal=controller.signal,
         )
     check_event_grammar(recorder.events)
     assert len(entered) == 1

@@ -29,6 +29,7 @@ from pi_core import (
     ToolResultMessage,
     UserMessage,
 )
+from pi_core.models import ModelNotFoundError, get_model
 from pi_core.providers.faux import (
     FauxProvider,
     faux_assistant_message,
@@ -155,8 +156,8 @@ async def test_pending_tool_calls_seen_from_hooks_and_listeners() -> None:
 
     agent.subscribe(listener)
     await agent.prompt("go")
-    assert seen == [(["user", "assistant"], frozenset({"c1"})), frozenset()]
-    assert roles(agent) == ["user", "assistant", "toolResult", "assistant"]
+    assert seen == [(["system", "user", "assistant"], frozenset({"c1"})), frozenset()]
+    assert roles(agent) == ["system", "user", "assistant", "toolResult", "assistant"]
     check_transcript(agent.state.messages)
 
 
@@ -175,8 +176,8 @@ async def test_steering_during_a_tool_is_injected_after_the_batch() -> None:
 
     agent = make_agent(provider, tools=[make_tool("t", execute)])
     await agent.prompt("go")
-    assert roles(agent) == ["user", "assistant", "toolResult", "user", "assistant"]
-    assert agent.state.messages[3].content == [TextContent("change of plan")]  # type: ignore[union-attr]
+    assert roles(agent) == ["system", "user", "assistant", "toolResult", "user", "assistant"]
+    assert agent.state.messages[4].content == [TextContent("change of plan")]  # type: ignore[union-attr]
     assert not agent.has_queued_messages()
 
 
@@ -313,7 +314,7 @@ async def test_abort_during_tools_then_continue_resumes() -> None:
             assert agent.state.pending_tool_calls == {"c1"}
             agent.abort()
     assert agent.state.error_message == "Operation aborted"
-    assert roles(agent) == ["user", "assistant", "toolResult"]
+    assert roles(agent) == ["system", "user", "assistant", "toolResult"]
     await agent.continue_()
     assert roles(agent)[-1] == "assistant"
     assert error_of(agent) is None
@@ -394,7 +395,9 @@ async def test_embedded_in_a_host_task_group_steered_and_aborted_by_siblings() -
             tg.start_soon(steerer)
             tg.start_soon(aborter)
             await agent.prompt("go")
-    assert roles(agent) == ["user", "assistant", "toolResult", "user", "assistant", "toolResult"]
+    assert roles(agent) == [
+        "system", "user", "assistant", "toolResult", "user", "assistant", "toolResult"
+    ]  # fmt: skip
     assert agent.state.error_message == "Operation aborted"
     assert provider.call_count == 2
 
@@ -456,14 +459,43 @@ async def test_hook_failure_gets_the_upstream_lifecycle() -> None:
     assert agent.state.error_message == "provider exploded"
 
 
-async def test_default_agent_has_no_provider() -> None:
+async def test_an_agent_without_a_model_fails_its_first_prompt_saying_so() -> None:
     agent = Agent()
-    await agent.prompt("hello")
-    assert agent.state.error_message == (
-        "No API provider registered for api: unknown (register a stream function with "
-        "pi_core.register_provider(api, stream_fn), or give the Agent a stream_fn)"
-    )
+    events: list[AgentEvent] = []
+    agent.subscribe(events.append)
+    result = await agent.prompt("hello")
+    assert result.error_message == "No model: give Agent(model=...)" == agent.state.error_message
     assert roles(agent) == ["user", "assistant"]
+    check_event_grammar(events)
+    assert [event.type for event in events][-4:] == [
+        "message_start",
+        "message_end",
+        "turn_end",
+        "agent_end",
+    ]
+
+
+async def test_a_stream_fn_of_its_own_needs_no_model() -> None:
+    provider = faux()
+    provider.set_responses([faux_assistant_message("fine")])
+    result = await Agent(stream_fn=provider.stream).prompt("hello")
+    assert result.error_message is None and result.text == "fine"
+
+
+def test_a_model_is_given_by_its_catalogue_name() -> None:
+    agent = Agent(model="anthropic/claude-sonnet-4-5")
+    assert agent.model is get_model("anthropic", "claude-sonnet-4-5") is agent.state.model
+    agent.model = "google/gemini-2.5-flash"
+    assert (agent.model.api, agent.model.id) == ("google-generative-ai", "gemini-2.5-flash")
+
+
+def test_an_unknown_model_name_raises_where_it_is_given() -> None:
+    with pytest.raises(ModelNotFoundError, match="did you mean 'claude-sonnet-4-5'"):
+        Agent(model="anthropic/claude-sonet-4-5")
+    agent = Agent(model="openai/gpt-4o-mini")
+    with pytest.raises(ModelNotFoundError, match="did you mean 'openai/gpt-4o-mini'"):
+        agent.model = "gpt-4o-mini"
+    assert agent.model.id == "gpt-4o-mini"
 
 
 async def test_subscribe_and_unsubscribe() -> None:

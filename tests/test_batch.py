@@ -224,7 +224,7 @@ async def test_errors_are_data_with_upstream_texts() -> None:
     assert text_of(by_id["b"]) == "Tool execution was blocked"
     assert text_of(by_id["c"]) == "not today"
     assert text_of(by_id["d"]).startswith(
-        'Validation failed for tool "typed":\n  - value: must be string'
+        'Validation failed for tool "typed":\n  - value: expected string, got object'
     )
     assert text_of(by_id["e"]) == "Tool missing not found"
     assert all(m.is_error for m in by_id.values())
@@ -313,13 +313,16 @@ async def test_raising_after_hook_becomes_error_result() -> None:
     assert results(new)["a"].is_error
 
 
-async def test_string_result_is_shorthand_and_wrong_type_is_an_error() -> None:
+async def test_string_result_is_shorthand_and_a_value_json_cannot_carry_is_an_error() -> None:
     async def wrong(*_: Any) -> Any:
-        return 42
+        return object()
 
     _, new, _ = await run([make_tool("s"), make_tool("w", wrong)], ("s", "a", {}), ("w", "b", {}))
     assert results(new)["a"].content == [TextContent("s done")]
-    assert text_of(results(new)["b"]) == "Tool w returned int, expected AgentToolResult or str"
+    assert text_of(results(new)["b"]).startswith(
+        "Tool w returned object, which cannot be sent to the model as JSON"
+    )
+    assert results(new)["b"].is_error
 
 
 async def test_images_in_results_reach_the_message() -> None:
@@ -374,7 +377,14 @@ async def test_terminate_still_runs_queued_follow_ups() -> None:
         get_follow_up_messages=lambda: follow_ups.pop(0),
     )
     assert provider.call_count == 2
-    assert [m.role for m in new] == ["user", "assistant", "toolResult", "user", "assistant"]
+    assert [m.role for m in new] == [
+        "system",
+        "user",
+        "assistant",
+        "toolResult",
+        "user",
+        "assistant",
+    ]
 
 
 async def test_updates_never_block_the_tool_and_precede_its_end() -> None:
@@ -491,4 +501,4 @@ async def test_tool_results_reach_the_loop_context_after_the_whole_batch() -> No
         tool_execution="sequential",
         before_tool_call=before,
     )
-    assert contexts == [["user", "assistant"], ["user", "assistant"]]
+    assert contexts == [["system", "user", "assistant"], ["system", "user", "assistant"]]

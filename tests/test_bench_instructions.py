@@ -49,6 +49,7 @@ def test_the_table_puts_pi_core_beside_its_floor() -> None:
 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_counts_a_tiny_case_under_valgrind() -> None:
-    result = instructions.count("floor", "streaming", 200, "asyncio")
+    # Beside the other tests' processes a single count has once come out a whole start-up too high.
+    result = instructions.count("floor", "streaming", 200, "asyncio", repeats=2)
     # An async generator step with a checkpoint: thousands of instructions, not millions.
     assert 1_000 < result.per_unit < 1_000_000

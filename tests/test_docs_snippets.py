@@ -179,8 +179,21 @@ def test_the_readme_agent_runs_both_tool_calls_and_answers() -> None:
     assert lines[-1] == "42 and 2."
 
 
+def test_the_readme_names_a_real_model() -> None:
+    assert readme_output(1) == ["openai-responses 128000"]
+
+
+def test_the_readme_typed_answer_is_an_instance_of_its_type() -> None:
+    assert readme_output(2) == ["Invoice(number='INV-7', total=42.5)"]
+
+
 def test_the_readme_loop_streams_a_whole_run_and_returns_its_messages() -> None:
-    lines = readme_output(1)
+    lines = readme_output(3)
     assert lines[0] == "agent_start"
     assert lines.count("tool_execution_end") == 1
-    assert lines[-2:] == ["agent_end", "user assistant toolResult assistant"]
+    # The loop declares the context's tools first, in a system message.
+    assert lines[-2:] == ["agent_end", "system user assistant toolResult assistant"]
+
+
+def test_the_readme_changes_a_section_of_the_prompt() -> None:
+    assert readme_output(4) == ["'You are a guide.\\n\\nAnswer in French.'"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import anyio
@@ -22,16 +22,17 @@ from pi_core import (
     Context,
     Model,
     StreamOptions,
+    StreamStart,
+    TextContent,
     ToolCall,
     ToolResultMessage,
     UserMessage,
-    is_interruption,
-    register_interruption,
     run_agent_loop,
-    unregister_interruption,
 )
+from pi_core._texts import NO_TERMINAL_EVENT
+from pi_core.lowlevel import REQUEST_ABORTED, ReplyReader
 from pi_core.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
-from support import Recorder, faux, make_tool
+from support import BlockingStream, Recorder, faux, make_tool
 
 pytestmark = pytest.mark.anyio
 
@@ -41,10 +42,9 @@ class EngineStop(Exception):
 
 
 @pytest.fixture
-def engine_stop() -> Iterator[type[EngineStop]]:
-    register_interruption(EngineStop)
-    yield EngineStop
-    unregister_interruption(EngineStop)
+def engine_stop() -> type[EngineStop]:
+    """The engine's exception, which the tests name in ``interruptions``."""
+    return EngineStop
 
 
 def counting_clock(start: int = 5_000) -> Any:
@@ -71,7 +71,8 @@ async def test_tool_results_are_stamped_by_the_configured_clock() -> None:
     context = AgentContext(tools=[make_tool("a"), make_tool("b")])
     messages = await run_agent_loop([UserMessage("go", 1)], context, config, Recorder())
     results = [message for message in messages if isinstance(message, ToolResultMessage)]
-    assert [result.timestamp for result in results] == [5_000, 5_001]
+    # (5_000 stamped the system message declaring the tools, before the prompt.)
+    assert [result.timestamp for result in results] == [5_001, 5_002]
 
 
 async def test_the_placeholder_of_a_failed_or_aborted_reply_is_stamped_by_the_clock() -> None:
@@ -91,7 +92,7 @@ async def test_the_placeholder_of_a_failed_or_aborted_reply_is_stamped_by_the_cl
     controller.abort()
     config = AgentLoopConfig(model, stream_fn=failing, clock=counting_clock(9))
     [_, aborted] = await run_agent_loop(
-        [UserMessage("go", 1)], AgentContext(), config, Recorder(), controller.signal
+        [UserMessage("go", 1)], AgentContext(), config, Recorder(), signal=controller.signal
     )
     assert isinstance(aborted, AssistantMessage)
     assert (aborted.stop_reason, aborted.timestamp) == ("aborted", 9)
@@ -123,7 +124,7 @@ async def test_the_agent_stamps_prompts_queued_messages_and_failures_with_its_cl
 # --- interruptions ------------------------------------------------------------------------------
 
 
-async def test_a_registered_interruption_raised_by_a_tool_leaves_the_run_as_itself(
+async def test_an_interruption_raised_by_a_tool_leaves_the_run_as_itself(
     engine_stop: type[EngineStop],
 ) -> None:
     async def stopping(*_: Any) -> str:
@@ -141,7 +142,9 @@ async def test_a_registered_interruption_raised_by_a_tool_leaves_the_run_as_itse
         return "never"  # pragma: no cover
 
     context = AgentContext(tools=[make_tool("slow", slow), make_tool("stop", stopping)])
-    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)
+    config = AgentLoopConfig(
+        provider.get_model(), stream_fn=provider.stream, interruptions=(engine_stop,)
+    )
     recorder = Recorder()
     with anyio.fail_after(5), pytest.raises(EngineStop, match="workflow cancelled"):
         await run_agent_loop([UserMessage("go")], context, config, recorder)
@@ -149,7 +152,7 @@ async def test_a_registered_interruption_raised_by_a_tool_leaves_the_run_as_itse
     assert recorder.of_type("tool_execution_end") == []
 
 
-async def test_an_unregistered_exception_of_a_tool_is_still_an_error_result() -> None:
+async def test_an_exception_not_named_an_interruption_is_still_an_error_result() -> None:
     async def stopping(*_: Any) -> str:
         raise EngineStop("workflow cancelled")
 
@@ -160,7 +163,28 @@ async def test_an_unregistered_exception_of_a_tool_is_still_an_error_result() ->
     messages = await run_agent_loop([UserMessage("go")], context, config, Recorder())
     [result] = [message for message in messages if isinstance(message, ToolResultMessage)]
     assert result.is_error
-    assert not is_interruption(EngineStop())
+    assert config.interruptions == ()
+
+
+async def test_an_interruption_of_one_config_leaves_every_other_run_unchanged(
+    engine_stop: type[EngineStop],
+) -> None:
+    async def stopping(*_: Any) -> str:
+        raise engine_stop("workflow cancelled")
+
+    provider = faux()
+    context = AgentContext(tools=[make_tool("stop", stopping)])
+    engine = AgentLoopConfig(
+        provider.get_model(), stream_fn=provider.stream, interruptions=(engine_stop,)
+    )
+    plain = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream)
+    tool_then_text(provider, "stop")
+    with pytest.raises(EngineStop):
+        await run_agent_loop([UserMessage("go")], context, engine, Recorder())
+    tool_then_text(provider, "stop")
+    messages = await run_agent_loop([UserMessage("go")], context, plain, Recorder())
+    [result] = [message for message in messages if isinstance(message, ToolResultMessage)]
+    assert result.is_error
 
 
 @pytest.mark.parametrize("hook", ["before_tool_call", "after_tool_call"])
@@ -174,7 +198,9 @@ async def test_an_interruption_from_a_tool_hook_passes(
     tool_then_text(provider, "a")
     context = AgentContext(tools=[make_tool("a")])
     hooks: dict[str, Any] = {hook: stop}
-    config = AgentLoopConfig(provider.get_model(), stream_fn=provider.stream, **hooks)
+    config = AgentLoopConfig(
+        provider.get_model(), stream_fn=provider.stream, interruptions=(engine_stop,), **hooks
+    )
     with pytest.raises(EngineStop, match=hook):
         await run_agent_loop([UserMessage("go")], context, config, Recorder())
 
@@ -193,7 +219,7 @@ async def test_an_interruption_from_the_stream_function_is_not_an_error_reply(
         yield  # type: ignore[unreachable]  # makes this an async generator
 
     stream_fn = at_call if where == "call" else in_iteration
-    config = AgentLoopConfig(Model("m"), stream_fn=stream_fn)
+    config = AgentLoopConfig(Model("m"), stream_fn=stream_fn, interruptions=(engine_stop,))
     recorder = Recorder()
     with pytest.raises(EngineStop, match=where):
         await run_agent_loop([UserMessage("go")], AgentContext(), config, recorder)
@@ -210,14 +236,17 @@ async def test_the_agent_lets_an_interruption_pass_and_is_idle_after_it(
         raise engine_stop("stopped")
 
     agent = Agent(
-        model=provider.get_model(), stream_fn=provider.stream, tools=[make_tool("stop", stopping)]
+        model=provider.get_model(),
+        stream_fn=provider.stream,
+        tools=[make_tool("stop", stopping)],
+        interruptions=(engine_stop,),
     )
     with pytest.raises(EngineStop):
         await agent.prompt("go")
     assert not agent.state.is_streaming
     assert agent.state.error_message is None
     assert agent.signal is None
-    assert [message.role for message in agent.state.messages] == ["user", "assistant"]
+    assert [message.role for message in agent.state.messages] == ["system", "user", "assistant"]
 
 
 # --- before_tool_batch --------------------------------------------------------------------------
@@ -293,3 +322,60 @@ async def test_a_sequential_batch_announces_each_call_before_it_executes() -> No
         "batch call-b",
         "execute call-b",
     ]
+
+
+# --- the reply reader ---------------------------------------------------------------------------
+
+
+async def test_the_reply_reader_reads_a_stream_as_a_run_does() -> None:
+    provider = faux()
+    provider.set_responses([faux_assistant_message("hello")])
+    recorder = Recorder()
+    model = provider.get_model()
+    reader = ReplyReader(model, recorder, clock=counting_clock())
+    final = await reader.read(provider.stream, Context(None, [], []), StreamOptions())
+    assert final.stop_reason == "stop" and final.content == [TextContent("hello")]
+    assert recorder.types[0] == "message_start"
+    assert set(recorder.types[1:]) == {"message_update"}
+
+
+async def test_the_reply_reader_fails_a_broken_stream_and_lets_an_interruption_pass(
+    engine_stop: type[EngineStop],
+) -> None:
+    async def unfinished(
+        model: Model, context: Context, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        yield StreamStart(AssistantMessage([], model.api, model.provider, model.id))
+
+    def stopping(model: Model, context: Context, options: StreamOptions) -> Any:
+        raise engine_stop("stop")
+
+    model = Model("m")
+    reader = ReplyReader(model, Recorder(), clock=counting_clock(7), log_failures=False)
+    final = await reader.read(unfinished, Context(None, [], []), StreamOptions())
+    assert (final.stop_reason, final.error_message) == ("error", NO_TERMINAL_EVENT)
+    reader = ReplyReader(model, Recorder(), interruptions=(engine_stop,))
+    with pytest.raises(EngineStop):
+        await reader.read(stopping, Context(None, [], []), StreamOptions())
+    failed = await ReplyReader(model, Recorder(), clock=counting_clock(9)).read(
+        stopping, Context(None, [], []), StreamOptions()
+    )
+    assert (failed.stop_reason, failed.error_message, failed.timestamp) == ("error", "stop", 9)
+
+
+async def test_the_reply_reader_gives_the_reply_as_far_as_it_came_after_a_cancellation() -> None:
+    stream = BlockingStream()
+    reader = ReplyReader(Model("m"), Recorder())
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as task_group:
+
+            async def read() -> None:
+                await reader.read(stream, Context(None, [], []), StreamOptions())
+
+            task_group.start_soon(read)
+            await stream.started.wait()
+            task_group.cancel_scope.cancel()
+    aborted = reader.aborted_message()
+    assert (aborted.stop_reason, aborted.error_message) == ("aborted", REQUEST_ABORTED)
+    assert aborted.content == [TextContent("Hel")]
+    assert stream.closed

@@ -37,7 +37,7 @@ def test_asyncio_agent() -> None:
     assert "[tool] get_weather({'city': 'Lisbon'})" in out
     assert "[tool] get_weather -> Sunny and 21 °C in Lisbon" in out
     assert "It is sunny and 21 °C in Lisbon" in out
-    assert out.rstrip().endswith("[done] 4 messages in the transcript")
+    assert out.rstrip().endswith("[done] 5 messages in the transcript")
 
 
 def test_trio_agent() -> None:
@@ -126,3 +126,15 @@ def test_mcp_tools(backend: str) -> None:
     assert "'target': {'timezone': 'Europe/Paris', 'datetime': '" in out
     assert "T10:30:00+01:00'" in out or "T11:30:00+02:00'" in out  # Paris in winter or summer
     assert out.rstrip().endswith("[answer] Tokyo is nine hours ahead of UTC.")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_planner(backend: str) -> None:
+    lines = run_example("planner.py", backend).splitlines()
+    for topic in ("tides", "seasons"):
+        start = lines.index(f"  [{topic}] tool_execution_start search")
+        end = lines.index(f"  [{topic}] tool_execution_end search")
+        answer = next(i for i, line in enumerate(lines) if line.startswith(f"[{topic}] research"))
+        assert start < end < answer
+    assert "[tides] research answered: Report on tides: the moon's pull." in lines
+    assert lines[-1] == "planner: Both reports are in: tides follow the moon, seasons the tilt."

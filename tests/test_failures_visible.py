@@ -21,6 +21,7 @@ from pi_core import (
     Context,
     Model,
     RunError,
+    RunOutcome,
     RunResult,
     StreamOptions,
     TextContent,
@@ -107,17 +108,19 @@ async def test_invalid_arguments_are_the_models_mistake_and_not_logged(
 async def test_a_missing_provider_is_logged_at_error_and_says_what_to_do(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    agent = Agent(model=Model("gpt-4o-mini", api="openai-completions", provider="openai"))
+    agent = Agent(model=Model("llama3", api="ollama-chat", provider="ollama"))
     with caplog.at_level(logging.DEBUG, logger="pi_core"):
         result = await agent.prompt("Hi")
     hint = (
-        "No API provider registered for api: openai-completions (call "
-        "pi_core.providers.openai.register() once at startup, or give the Agent a stream_fn)"
+        "No API provider registered for api: ollama-chat (register a stream function with "
+        "pi_core.register_provider(api, stream_fn), or give the Agent a stream_fn; pi_core's own "
+        "providers serve anthropic-messages, google-generative-ai, openai-completions, "
+        "openai-responses)"
     )
     assert result.error_message == hint == agent.state.error_message
     [record] = pi_core_records(caplog)
     assert record.levelno == logging.ERROR
-    assert record.getMessage() == f"Model call to openai/gpt-4o-mini failed: {hint}"
+    assert record.getMessage() == f"Model call to ollama/llama3 failed: {hint}"
 
 
 async def test_a_stream_function_that_raises_is_logged_with_its_traceback(
@@ -242,7 +245,7 @@ async def test_prompt_returns_the_runs_messages_reply_and_text() -> None:
         "toolResult",
         "assistant",
     ]
-    assert list(result.messages) == agent.state.messages
+    assert list(result.messages) == agent.state.messages[1:]  # after the leading system message
     assert result.reply is agent.state.messages[-1]
     assert result.text == "Sorry."
     assert result.ok and result.error_message is None
@@ -296,3 +299,49 @@ async def test_continue_returns_the_outcome_of_its_run() -> None:
     result = await agent.continue_()
     assert [message.role for message in result.messages] == ["assistant"]
     assert result.raise_for_error().text == "Continued."
+
+
+async def test_the_result_says_how_the_run_ended() -> None:
+    done = await agent_calling(faux(), "lookup", tools=[make_tool("lookup")]).prompt("Go.")
+    failed = await Agent(model=Model("m", api="no-such-api")).prompt("Hi")
+    assert (done.outcome, failed.outcome) == (RunOutcome.DONE, RunOutcome.ERROR)
+    assert done.outcome == "done" and str(failed.outcome) == "error"
+    assert RunResult([], None).outcome is RunOutcome.DONE
+    assert RunResult([], "broke").outcome is RunOutcome.ERROR
+
+
+@pytest.mark.parametrize("where", ["stream", "tools", "listener"])
+async def test_an_aborted_run_has_the_aborted_outcome(where: str) -> None:
+    started = anyio.Event()
+
+    async def slow(tool_call_id: str, params: Any, signal: AbortSignal, on_update: Any) -> str:
+        started.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    if where == "stream":
+        stream = BlockingStream()
+        agent = Agent(model=faux().get_model(), stream_fn=stream)
+        started = stream.started
+    else:
+        agent = agent_calling(faux(), "slow", tools=[make_tool("slow", slow)])
+    if where == "listener":  # a listener that raises after the abort: the failure is an abort
+
+        def fail_on_tool_end(event: AgentEvent) -> None:
+            if event.type == "tool_execution_end":
+                raise RuntimeError("listener broke")
+
+        agent.subscribe(fail_on_tool_end)
+    results: list[RunResult] = []
+
+    async def prompt() -> None:
+        results.append(await agent.prompt("Go."))
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(prompt)
+            await started.wait()
+            agent.abort()
+    [result] = results
+    assert result.outcome is RunOutcome.ABORTED
+    assert not result.ok

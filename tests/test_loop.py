@@ -17,11 +17,13 @@ from pi_core import (
     Model,
     NextTurn,
     StreamOptions,
+    SystemMessage,
     TextContent,
     TurnContext,
     UserMessage,
     agent_loop,
     agent_loop_continue,
+    current_system_prompt,
     run_agent_loop,
     run_agent_loop_continue,
 )
@@ -83,13 +85,14 @@ async def test_one_tool_then_final_answer() -> None:
     new = await run_agent_loop([user("go")], context, config, recorder)
     check_event_grammar(recorder.events)
     check_transcript(new)
+    # The context's tool is declared first, in a system message before the prompt.
     assert recorder.types_without_updates() == [
         "agent_start", "turn_start", "message_start", "message_end",
-        "message_start", "message_end",
+        "message_start", "message_end", "message_start", "message_end",
         "tool_execution_start", "tool_execution_end", "message_start", "message_end",
         "turn_end", "turn_start", "message_start", "message_end", "turn_end", "agent_end",
     ]  # fmt: skip
-    assert [m.role for m in new] == ["user", "assistant", "toolResult", "assistant"]
+    assert [m.role for m in new] == ["system", "user", "assistant", "toolResult", "assistant"]
     assert provider.call_count == 2
 
 
@@ -231,7 +234,8 @@ async def test_steering_after_a_batch_starts_a_new_turn() -> None:
         [user("go")], AgentContext(tools=[make_tool("echo", echo)]), config, recorder
     )
     check_event_grammar(recorder.events)
-    assert [m.role for m in new] == ["user", "assistant", "toolResult", "user", "assistant"]
+    roles = ["system", "user", "assistant", "toolResult", "user", "assistant"]
+    assert [m.role for m in new] == roles
     types = recorder.types_without_updates()
     assert types[types.index("turn_end") :] == [
         "turn_end", "turn_start", "message_start", "message_end",
@@ -279,7 +283,8 @@ async def test_should_stop_after_turn_gives_upstream_list_and_skips_polls() -> N
         [user("go")], AgentContext(tools=[make_tool("echo")]), config, recorder
     )
     assert recorder.types_without_updates() == [
-        "agent_start", "turn_start", "message_start", "message_end",
+        "agent_start", "turn_start", "message_start", "message_end",  # the tool's declaration
+        "message_start", "message_end",
         "message_start", "message_end", "tool_execution_start", "tool_execution_end",
         "message_start", "message_end", "turn_end", "agent_end",
     ]  # fmt: skip
@@ -296,7 +301,10 @@ async def test_prepare_next_turn_replaces_context_model_and_thinking() -> None:
 
     def prepare(turn: TurnContext) -> NextTurn:
         order.append("prepare")
-        context = AgentContext("second prompt", list(turn.context.messages), turn.context.tools)
+        # The transcript owns the prompt: the new context's leading system message says it.
+        messages = [m for m in turn.context.messages if m.role != "system"]
+        leading = SystemMessage("second prompt")
+        context = AgentContext("", [leading, *messages], turn.context.tools)
         return NextTurn(context=context, model=Model("other", api="x"), thinking_level="high")
 
     def stop(_turn: TurnContext) -> bool:
@@ -312,7 +320,8 @@ async def test_prepare_next_turn_replaces_context_model_and_thinking() -> None:
     await run_agent_loop(
         [user("go")], AgentContext("first prompt", tools=[make_tool("echo")]), config, Recorder()
     )
-    assert order == ["prepare", "stop?", "prepare", "stop?"]
+    # It runs only when another turn follows: after the first turn's stop check, not the last.
+    assert order == ["stop?", "prepare", "stop?"]
     assert provider.seen[0] == ("first", "first prompt", None)
     assert provider.seen[1] == ("other", "second prompt", "high")
 
@@ -328,7 +337,7 @@ class FauxModels:
     ) -> AsyncIterator[AssistantMessageEvent]:
         from pi_core import StreamDone
 
-        self.seen.append((model.id, context.system_prompt, options.reasoning))
+        self.seen.append((model.id, current_system_prompt(context.messages), options.reasoning))
         content: list[Any] = [call("echo", f"c{len(self.seen)}")] if len(self.seen) == 1 else []
         yield StreamDone("toolUse", AssistantMessage(content, "x", "y", model.id))
 

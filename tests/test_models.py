@@ -43,16 +43,17 @@ def test_every_model_of_every_provider_is_a_complete_model() -> None:
     providers = get_providers()
     assert providers == sorted(providers)
     assert {"anthropic", "openai", "google"} <= set(providers)
+    assert len(providers) == 43
+    assert get_models("typesafe") == []  # it lists classifier models only, no chat models
     total = 0
     for provider in providers:
         models = get_models(provider)
-        assert models, provider
         assert [model.id for model in models] == sorted(model.id for model in models)
         for model in models:
             total += 1
-            assert model.provider == provider
+            assert model.provider == provider and model.type == "chat"
             assert model.api, model
-            assert model.base_url.startswith("http") or model.api.startswith("azure"), model
+            assert model.base_url.startswith("http") or "azure" in (model.api, provider), model
             assert model.context_window > 0 and model.max_tokens > 0, model
             assert set(model.input) <= {"text", "image"} and "text" in model.input
             assert all(price >= 0 for price in vars_of(model.cost)), model
@@ -78,11 +79,15 @@ def test_a_model_answers_with_the_row_it_was_generated_from() -> None:
             base_url=base_url,
             reasoning=bool(reasoning),
             input=tuple(inputs),
-            cost=ModelCost(*cost),
+            cost=ModelCost(cost[0], cost[1], cost[2], cost[3], row[12].get("costTiers")),
             context_window=window,
             max_tokens=limit,
             headers=headers,
             compat=serialization.from_dict(row[11], ModelCompat) if row[11] else None,
+            type=row[12]["type"],
+            thinking_level_map=row[12].get("thinkingLevelMap"),
+            prompt_cache=row[12].get("promptCache"),
+            input_limits=row[12].get("inputLimits"),
         )
 
 
@@ -115,6 +120,34 @@ def test_unknown_names_raise_with_the_closest_matches() -> None:
     assert isinstance(caught.value, PiCoreError) and isinstance(caught.value, LookupError)
 
 
+def test_a_model_name_is_the_provider_then_the_id() -> None:
+    assert get_model("openai/gpt-4o-mini") is get_model("openai", "gpt-4o-mini")
+    # The provider ends at the first slash; an id may have slashes of its own.
+    routed = get_model("openrouter/openai/gpt-4o-mini")
+    assert (routed.provider, routed.id) == ("openrouter", "openai/gpt-4o-mini")
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            "gpt-4o",
+            "A model name is provider/id (e.g. 'openai/gpt-4o-mini'), not 'gpt-4o'; "
+            "did you mean 'openai/gpt-4o', ",
+        ),
+        ("gpt-4o-mni", "not 'gpt-4o-mni'; did you mean 'openai/gpt-4o-mini', "),
+        ("openai", "not 'openai'; 'openai' is a provider: get_models('openai') lists its models"),
+        ("no-such-thing-at-all", "not 'no-such-thing-at-all'"),
+        ("openai/gpt-4o-mni", "Unknown model 'gpt-4o-mni' of provider 'openai'; did you mean"),
+        ("opnai/gpt-4o", "Unknown provider 'opnai'; did you mean 'openai'"),
+    ],
+)
+def test_a_bad_model_name_says_what_a_name_is_and_what_was_meant(name: str, message: str) -> None:
+    with pytest.raises(ModelNotFoundError) as caught:
+        get_model(name)
+    assert message in str(caught.value)
+
+
 def test_api_key_variables_follow_the_typescript_names() -> None:
     assert api_key_env("openai") == "OPENAI_API_KEY"
     assert api_key_env("google") == "GEMINI_API_KEY"
@@ -144,6 +177,7 @@ export const MODELS = {
             cost: { input: 1.5, output: 6, cacheRead: 0.15, cacheWrite: 0 },
             contextWindow: 128000, maxTokens: 8192,
             compat: { supportsStore: false, maxTokensField: "max_tokens" },
+            type: "chat", thinkingLevelMap: { off: null, max: "max" },
         },
         "anvil": {
             id: "anvil", name: "Anvil", api: "anthropic-messages", provider: "acme",
@@ -173,26 +207,28 @@ def test_the_generator_writes_rows_that_read_back(fake_package: Path, tmp_path: 
     assert generator.main(["--package", str(fake_package), "--output", str(output)]) == 0
     data = load_module(output, "_fake_models")
     assert data.CATALOGUE_VERSION == "9.8.7"
+    assert data.PROVIDERS == ["acme"]
     assert "pi-ai 9.8.7" in output.read_text()
     rows = json.loads(data.ROWS)
     assert rows == [
         ["acme", "anvil", "Anvil", "anthropic-messages", "https://acme.test", 0, ["text"],
-         [0, 0, 0, 0], 1000, 100, {"X-Acme": "yes"}, None],
+         [0, 0, 0, 0], 1000, 100, {"X-Acme": "yes"}, None, None],
         ["acme", "rocket-1", 'Rocket é "1"', "openai-completions", "https://acme.test/v1", 1,
          ["text", "image"], [1.5, 6, 0.15, 0], 128000, 8192, None,
-         {"supportsStore": False, "maxTokensField": "max_tokens"}],
+         {"supportsStore": False, "maxTokensField": "max_tokens"},
+         {"type": "chat", "thinkingLevelMap": {"off": None, "max": "max"}}],
     ]  # fmt: skip
 
 
 def test_the_shipped_data_names_its_source() -> None:
     text = SHIPPED.read_text()
-    assert f"@mariozechner/pi-ai {CATALOGUE_VERSION} " in text
+    assert f"@earendil-works/pi-ai {CATALOGUE_VERSION} " in text
     assert "scripts/generate_models.py" in text
 
 
 def test_the_docs_example_runs() -> None:
     page = (ROOT / "docs" / "models.md").read_text()
-    (example,) = re.findall(r"```python\n(.*?)```", page, flags=re.S)
+    example = re.findall(r"```python\n(.*?)```", page, flags=re.S)[0]
     done = subprocess.run(
         [sys.executable, "-c", example], capture_output=True, text=True, timeout=60, check=False
     )

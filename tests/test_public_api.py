@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import types
+from typing import Any
 
+import attrs
 import pytest
 
 import pi_core
+import pi_core.lowlevel
 
 PUBLIC_MODULES = [
     "pi_core",
+    "pi_core.lowlevel",
     "pi_core.models",
     "pi_core.nursery",
     "pi_core.proxy",
     "pi_core.serialization",
+    "pi_core.sse",
     "pi_core.testing",
+    "pi_core.ui",
 ]
 
 
@@ -57,9 +64,16 @@ def test_spec_names_are_exported() -> None:
         "register_provider", "run_agent_loop", "run_agent_loop_continue", "stream_simple", "tool",
         "unregister_provider", "validate_tool_arguments", "BeforeToolCallContext",
         "BeforeToolCallResult", "AfterToolCallContext", "AfterToolCallResult", "TurnContext",
-        "NextTurn", "RunError", "RunResult",
+        "NextTurn", "RunError", "RunOutcome", "RunResult",
     }  # fmt: skip
     assert expected <= set(pi_core.__all__)
+
+
+def test_the_engine_seams_are_public() -> None:
+    expected = {"ReplyReader", "RunTrace", "RunTracer", "ToolCallAborted", "now_ms"}
+    assert expected <= set(pi_core.lowlevel.__all__)
+    fields = {field.name for field in attrs.fields(pi_core.AgentLoopConfig)}
+    assert {"clock", "interruptions", "before_tool_batch", "tracer"} <= fields
 
 
 def test_exceptions_form_one_tree() -> None:
@@ -72,3 +86,20 @@ def test_exceptions_form_one_tree() -> None:
         pi_core.ProxyError,
     ):
         assert issubclass(error, pi_core.PiCoreError)
+
+
+@pytest.mark.parametrize(
+    "function",
+    [
+        pi_core.agent_loop,
+        pi_core.agent_loop_continue,
+        pi_core.run_agent_loop,
+        pi_core.run_agent_loop_continue,
+    ],
+)
+def test_the_loops_signal_and_buffer_size_are_keyword_only(function: Any) -> None:
+    parameters = inspect.signature(function).parameters
+    for name in ("signal", "buffer_size"):
+        if name in parameters:
+            assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY, name
+    assert "signal" in parameters

@@ -47,10 +47,11 @@ async def test_a_run_with_a_tool_batch_keeps_the_invariant() -> None:
             AgentContext(tools=tools),
             config,
             recorder,
-            AbortController().signal,
+            signal=AbortController().signal,
         )
     check_event_grammar(recorder.events)
     assert [message.role for message in new] == [
+        "system",  # the tools' declaration
         "user",
         "assistant",
         "toolResult",
@@ -72,7 +73,7 @@ async def test_an_abort_mid_stream_keeps_the_invariant() -> None:
         async with anyio.create_task_group() as host:
             host.start_soon(abort_when_streaming)
             new = await run_agent_loop(
-                [UserMessage("go")], AgentContext(), config, Recorder(), controller.signal
+                [UserMessage("go")], AgentContext(), config, Recorder(), signal=controller.signal
             )
     final = new[-1]
     assert isinstance(final, AssistantMessage)
@@ -88,7 +89,7 @@ def text_reply() -> AgentLoopConfig:
 async def test_a_task_spawned_into_the_group_while_the_model_streams_fails_the_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    original = loop_module._AssistantStream._consume
+    original = loop_module.ReplyReader._consume
 
     async def consume_beside_a_task(
         self: Any, iterator: AsyncIterator[AssistantMessageEvent]
@@ -96,14 +97,14 @@ async def test_a_task_spawned_into_the_group_while_the_model_streams_fails_the_r
         self._run.task_group.start_soon(anyio.lowlevel.checkpoint)
         return await original(self, iterator)
 
-    monkeypatch.setattr(loop_module._AssistantStream, "_consume", consume_beside_a_task)
+    monkeypatch.setattr(loop_module.ReplyReader, "_consume", consume_beside_a_task)
     config = text_reply()
     with (
         anyio.fail_after(5),
         pytest.raises(AssertionError, match=r"1 task.* spawned into the run's task group"),
     ):
         await run_agent_loop(
-            [UserMessage("go")], AgentContext(), config, Recorder(), AbortController().signal
+            [UserMessage("go")], AgentContext(), config, Recorder(), signal=AbortController().signal
         )
 
 

@@ -101,6 +101,8 @@ ROUND_TRIPS: dict[type[Any], st.SearchStrategy[Any]] = {
     pc.UserMessage: sts.user_messages,
     pc.AssistantMessage: sts.assistant_messages,
     pc.ToolResultMessage: sts.tool_result_messages,
+    pc.SystemMessage: sts.system_messages,
+    pc.ToolReference: sts.tool_references,
     pc.ModelCost: sts.model_costs,
     pc.Model: sts.models,
     pc.Tool: sts.tools,
@@ -165,7 +167,8 @@ def test_round_trip_of_a_transcript(transcript: list[pc.Message]) -> None:
 
 @given(sts.agent_events)
 def test_keys_are_camel_case(event: pc.AgentEvent) -> None:
-    free_form = frozenset({"arguments", "details", "args", "parameters", "headers"})
+    # Section names of a system message are the writer's own, like arguments and details.
+    free_form = frozenset({"arguments", "details", "args", "parameters", "headers", "sections"})
     assert not [key for key in _keys(to_dict(event), free_form) if "_" in key]
 
 
@@ -549,8 +552,8 @@ def test_content_blocks_load_by_type() -> None:
 @pytest.mark.parametrize(
     ("data", "cls", "pattern"),
     [
-        ({"role": "system", "content": "x"}, pc.Message, "unknown message role 'system'"),
-        ({"role": "system", "content": "x"}, pc.AgentMessage, "unknown message role 'system'"),
+        ({"role": "developer", "content": "x"}, pc.Message, "unknown message role 'developer'"),
+        ({"role": "developer", "content": "x"}, pc.AgentMessage, "unknown message role 'devel"),
         ({"type": "agent_pause"}, pc.AgentEvent, "unknown type 'agent_pause'"),
         ({"type": "text_middle"}, pc.AssistantMessageEvent, "unknown type 'text_middle'"),
         ({"content": "x"}, pc.Message, "'role'"),
@@ -608,7 +611,7 @@ def test_unknown_role_or_type_is_a_clear_error(data: object, cls: object, patter
         (
             [{"role": "user"}],
             list[pc.Message],
-            r"Cannot load list\[UserMessage \| .* @ \$\[0\]\.content",
+            r"Cannot load list\[SystemMessage \| .* @ \$\[0\]\.content",
         ),
     ],
 )
@@ -624,10 +627,12 @@ def test_every_problem_is_listed() -> None:
         from_dict({"input": "1", "cost": {"total": "2"}}, pc.Usage)
 
 
-def test_unknown_keys_are_ignored() -> None:
+def test_unknown_keys_are_kept_and_written_back() -> None:
     # Later upstream versions add fields (diagnostics, thinkingLevelMap, compat ...).
     data = to_dict(_assistant([])) | {"diagnostics": [{"type": "x", "timestamp": 1}]}
-    assert from_dict(data, pc.AssistantMessage) == _assistant([])
+    message = from_dict(data, pc.AssistantMessage)
+    assert message.extra == {"diagnostics": [{"type": "x", "timestamp": 1}]}
+    assert to_dict(message) == data
 
 
 def test_invalid_json_is_a_value_error() -> None:
@@ -672,7 +677,9 @@ def test_agent_tools_load_back_as_plain_tools() -> None:
     # The documented exception to the round trip: functions cannot come back from JSON.
     context = pc.AgentContext("s", [], [_weather_tool(label="Weather")])
     loaded = loads(dumps(context), pc.AgentContext)
-    assert loaded.tools == [pc.Tool("get_weather", "Get the weather", WEATHER_SCHEMA)]
+    # What the Tool does not model is kept as it was written.
+    expected = pc.Tool("get_weather", "Get the weather", WEATHER_SCHEMA, extra={"label": "Weather"})
+    assert loaded.tools == [expected]
     assert type(loaded.tools[0]) is pc.Tool
 
 

@@ -3,6 +3,7 @@ run harness and the strategies."""
 
 from __future__ import annotations
 
+import copy
 import re
 import subprocess
 import sys
@@ -23,11 +24,13 @@ from pi_core import (
     AgentStart,
     AgentToolResult,
     AssistantMessage,
+    Context,
     MessageEnd,
     MessageStart,
     MessageUpdate,
     Model,
     StreamDone,
+    StreamError,
     StreamStart,
     TextContent,
     ToolCall,
@@ -40,6 +43,7 @@ from pi_core import (
     UserMessage,
     run_agent_loop,
 )
+from pi_core._texts import install_hint
 from pi_core.serialization import dumps, loads
 from pi_core.testing import (
     CallBehaviour,
@@ -368,21 +372,28 @@ async def collect(stream: ScriptedStream, model: Model | None = None) -> list[An
     return [event async for event in stream(model or stream.model, Context(None, [], []))]
 
 
-async def test_a_reply_streams_block_by_block_with_frozen_snapshots() -> None:
+async def test_a_reply_streams_block_by_block_into_one_live_partial() -> None:
     reply = scripted_reply("Hello world", ToolCall("c", "t", {"n": 1}))
     stream = ScriptedStream([reply], chunk_size=6)
-    events = await collect(stream, Model("m", api="a", provider="p"))
+    events: list[Any] = []
+    contents: list[Any] = []  # each event's partial content as it was when the event came
+    async for event in stream(Model("m", api="a", provider="p"), Context(None, [], [])):
+        events.append(event)
+        if not isinstance(event, StreamDone | StreamError):
+            contents.append(copy.deepcopy(event.partial.content))
     assert [event.type for event in events] == [
         "start", "text_start", "text_delta", "text_delta", "text_end",
         "toolcall_start", "toolcall_delta", "toolcall_delta", "toolcall_end", "done",
     ]  # fmt: skip
     assert [e.delta for e in events if e.type == "text_delta"] == ["Hello ", "world"]
-    assert events[2].partial.content == [TextContent("Hello ")]  # not changed by later events
-    assert events[6].partial.content[1] == ToolCall("c", "t", {})  # arguments appear at the end
+    assert contents[2] == [TextContent("Hello ")]
+    assert contents[6][1] == ToolCall("c", "t", {})  # '{"n": ' parses to no argument yet
+    assert contents[8][1] == ToolCall("c", "t", {"n": 1})
     final = events[-1]
     assert isinstance(final, StreamDone)
     assert (final.reason, final.message.model, final.message.api) == ("toolUse", "m", "a")
-    assert final.message == events[-2].partial
+    assert all(event.partial is final.message for event in events[:-1])  # one live message
+    assert final.message.content == reply.content
     assert final.message is not reply  # every call streams a copy
     assert stream.calls == 1 and stream.open_streams == 0
 
@@ -422,7 +433,7 @@ async def test_block_at_stops_the_stream_until_it_is_cancelled() -> None:
 
             tg.start_soon(abort_when_blocked)
             new = await run_agent_loop(
-                [UserMessage("go")], AgentContext(), config, events.append, controller.signal
+                [UserMessage("go")], AgentContext(), config, events.append, signal=controller.signal
             )
     check_event_grammar(events)
     final = new[-1]
@@ -646,7 +657,7 @@ def test_injections_and_abort_points(plan: list[Injection], point: int) -> None:
 
 def test_call_outcomes_are_listed() -> None:
     assert set(get_args(CallOutcome)) == {
-        "succeed", "terminate", "fail", "timeout", "unknown", "invalid", "blocked",
+        "succeed", "terminate", "fail", "timeout", "unknown", "invalid", "blocked", "held",
     }  # fmt: skip
 
 
@@ -664,5 +675,5 @@ except ImportError as exc:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.strip() == (
-        "pi_core.testing.scripted_runs needs hypothesis: pip install 'pi-agent-core-py[testing]'"
+        f"pi_core.testing.scripted_runs needs hypothesis: {install_hint('testing')}"
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal, Optional, Union
 
 import attrs
@@ -410,20 +410,37 @@ def test_the_original_function_stays_reachable() -> None:
 # --- errors at decoration time --------------------------------------------------------------------
 
 
-def test_a_sync_function_is_refused() -> None:
-    def sync(a: int) -> str:
-        return ""
+def test_a_sync_function_builds_a_tool_with_the_same_schema() -> None:
+    def sync(a: int, signal: Any = None) -> str:
+        """Echo a number."""
+        return str(a)
 
-    with pytest.raises(TypeError, match="async def"):
-        tool(sync)  # type: ignore[arg-type]
+    built = tool(sync)
+    assert built.description == "Echo a number."
+    assert built.parameters == {
+        "type": "object",
+        "properties": {"a": {"type": "integer"}},
+        "required": ["a"],
+    }
 
 
-def test_an_async_generator_is_refused() -> None:
+async def test_a_sync_function_is_called_with_its_arguments() -> None:
+    def sync(a: int, tool_call_id: str) -> str:
+        return f"{a} {tool_call_id}"
+
+    assert await run(tool(sync), {"a": 3}) == "3 call-1"
+
+
+def test_generators_are_refused() -> None:
     async def stream(a: int) -> AsyncIterator[str]:
         yield ""
 
-    with pytest.raises(TypeError, match="async def"):
-        tool(stream)  # type: ignore[arg-type]
+    def lines(a: int) -> Iterator[str]:
+        yield ""
+
+    for generator in (stream, lines):
+        with pytest.raises(TypeError, match="not a generator"):
+            tool(generator)
 
 
 def test_var_args_are_refused() -> None:

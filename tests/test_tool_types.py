@@ -278,13 +278,13 @@ async def test_the_function_receives_the_annotated_type(
 @pytest.mark.parametrize(
     ("annotation", "sent", "error"),
     [
-        (Color, "blue", "value: must be equal to one of the allowed values"),
-        (datetime.datetime, "2025-06-01T12:00:00", 'value: must match format "date-time"'),
-        (datetime.date, "June 1st", 'value: must match format "date"'),
-        (uuid.UUID, "nope", 'value: must match format "uuid"'),
-        (tuple[int, int], [1, 2, 3], "value: must not have more than 2 items"),
-        (set[str], ["a", "a"], "value: must not have duplicate items"),
-        (Options, {"limit": 3}, "value.query: must have required properties query"),
+        (Color, "blue", 'value: expected one of ["red","green"]'),
+        (datetime.datetime, "2025-06-01T12:00:00", "value: expected format date-time"),
+        (datetime.date, "June 1st", "value: expected format date"),
+        (uuid.UUID, "nope", "value: expected format uuid"),
+        (tuple[int, int], [1, 2, 3], "value.2: no value is allowed here"),
+        (set[str], ["a", "a"], "value: expected unique items"),
+        (Options, {"limit": 3}, "value.query: missing"),
     ],
     ids=_test_id,
 )

@@ -290,7 +290,7 @@ async def test_an_abort_while_the_model_streams_ends_the_chat_span_with_the_run(
                 __import__("pi_core").AgentContext(),
                 config,
                 Recorder(),
-                controller.signal,
+                signal=controller.signal,
             )
     chat = traces.named("chat m")
     assert chat.attributes["gen_ai.response.finish_reasons"] == ("aborted",)  # type: ignore[index]

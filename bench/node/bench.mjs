@@ -1,6 +1,7 @@
-// The pi_core benchmark scenarios against the original @mariozechner/pi-agent-core, one case per
-// process, printing the same JSON line as bench/case.py:
-//   node --expose-gc bench.mjs --scenario turns -n 2000 --rounds 5
+// The pi_core benchmark scenarios against the original pi-agent-core, one case per process,
+// printing the same JSON line as bench/case.py:
+//   node --expose-gc bench.mjs --pi 1.6.0 --scenario turns -n 2000 --rounds 5
+// --pi picks the version: 1.6.0 (@earendil-works, the default) or 0.73.1 (@mariozechner).
 // The scripts mirror bench/scenarios.py: pre-built replies pushed into pi-ai's own
 // AssistantMessageEventStream at once (the streaming scenario pushes one delta per event-loop
 // turn, via setImmediate), a no-op or 10 ms tool, an awaited counting emit.
@@ -8,8 +9,23 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 
-import { Agent, runAgentLoop } from "@mariozechner/pi-agent-core";
-import { Type, createAssistantMessageEventStream } from "@mariozechner/pi-ai";
+const { values } = parseArgs({
+	options: {
+		pi: { type: "string", default: "1.6.0" },
+		scenario: { type: "string" },
+		n: { type: "string", short: "n" },
+		rounds: { type: "string", default: "5" },
+		"min-time": { type: "string", default: "0" },
+	},
+});
+const SCOPES = { "1.6.0": "@earendil-works", "0.73.1": "@mariozechner" };
+const scope = SCOPES[values.pi];
+if (scope === undefined) {
+	console.error(`--pi must be one of ${Object.keys(SCOPES).join(", ")}`);
+	process.exit(2);
+}
+const { Agent, runAgentLoop } = await import(`${scope}/pi-agent-core`);
+const { createAssistantMessageEventStream } = await import(`${scope}/pi-ai`);
 
 const MODEL = {
 	id: "bench",
@@ -33,8 +49,9 @@ const USAGE = {
 };
 const TOOL_RESULT = { content: [{ type: "text", text: "ok" }], details: undefined };
 
-const convertToLlm = (messages) =>
-	messages.filter((m) => m.role === "user" || m.role === "assistant" || m.role === "toolResult");
+// 1.6.0's transcript holds system messages (the prompt and the tool declarations) too.
+const LLM_ROLES = new Set(["system", "user", "assistant", "toolResult"]);
+const convertToLlm = (messages) => messages.filter((m) => LLM_ROLES.has(m.role));
 
 const sleep10ms = () => new Promise((resolve) => setTimeout(resolve, 10));
 const nextTurnOfEventLoop = () => new Promise((resolve) => setImmediate(resolve));
@@ -43,7 +60,7 @@ const tool = (name, execute) => ({
 	name,
 	label: name,
 	description: name === "noop" ? "Does nothing." : "Sleeps 10 ms.",
-	parameters: Type.Object({}),
+	parameters: { type: "object", properties: {} }, // plain JSON Schema: both versions take it
 	execute,
 });
 const NOOP_TOOL = tool("noop", async () => TOOL_RESULT);
@@ -244,7 +261,7 @@ async function measure(scenario, n, rounds, minTime) {
 	return {
 		impl: "node",
 		scenario,
-		backend: "node",
+		backend: values.pi,
 		n,
 		seconds,
 		events: [...events].sort((a, b) => a - b),
@@ -253,16 +270,8 @@ async function measure(scenario, n, rounds, minTime) {
 	};
 }
 
-const { values } = parseArgs({
-	options: {
-		scenario: { type: "string" },
-		n: { type: "string", short: "n" },
-		rounds: { type: "string", default: "5" },
-		"min-time": { type: "string", default: "0" },
-	},
-});
 if (!(values.scenario in PREPARERS) || !values.n) {
-	console.error(`usage: node bench.mjs --scenario {${Object.keys(PREPARERS).join(",")}} -n N [--rounds R] [--min-time S]`);
+	console.error(`usage: node bench.mjs [--pi 1.6.0|0.73.1] --scenario {${Object.keys(PREPARERS).join(",")}} -n N [--rounds R] [--min-time S]`);
 	process.exit(2);
 }
 const result = await measure(values.scenario, Number(values.n), Number(values.rounds), Number(values["min-time"]));

@@ -42,7 +42,8 @@ class Peer:
     def expected(self, turns: int) -> tuple[str, int]:
         """What every run must return: pi_core its event count, a peer its tool calls."""
         if self.factory is None:
-            return "events", SPECS[SCENARIO].events(turns)
+            spec = SPECS[SCENARIO]
+            return "events", spec.events(turns) + spec.declared(turns)
         return "tool calls", turns - 1
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from ._agent import Agent, AgentListener
+from ._approvals import Approve, Decision, Deny, PendingToolCall, pending_tool_calls
+from ._compaction import Compaction, CompactionError, CompactionPolicy, compact
 from ._compat import ModelCompat
 from ._decorator import tool
 from ._events import (
@@ -33,6 +35,7 @@ from ._events import (
 )
 from ._exceptions import (
     AgentBusyError,
+    OutputError,
     PiCoreError,
     ProviderError,
     ProxyError,
@@ -41,26 +44,42 @@ from ._exceptions import (
     ToolArgumentsError,
 )
 from ._hooks import (
+    AfterToolCall,
     AfterToolCallContext,
     AfterToolCallResult,
     AgentLoopConfig,
+    BeforeToolCall,
     BeforeToolCallContext,
     BeforeToolCallResult,
+    ConvertToLlm,
+    FinishTurn,
+    GetApiKey,
+    MessageSource,
     NextTurn,
+    PrepareNextTurn,
+    PrepareRequest,
+    RequestContext,
+    RequestUpdate,
+    ShouldStopAfterTurn,
+    ToolExecution,
+    TransformContext,
     TurnContext,
+    TurnDecision,
     default_convert_to_llm,
 )
-from ._interrupt import is_interruption, register_interruption, unregister_interruption
+from ._limits import LimitKind, LimitReached, RunLimits
 from ._loop import (
     AgentEventStream,
     agent_loop,
     agent_loop_continue,
+    resolve_tool_calls,
     run_agent_loop,
     run_agent_loop_continue,
 )
 from ._messages import (
     AgentContext,
     AgentMessage,
+    AssistantContent,
     AssistantMessage,
     Context,
     CustomMessage,
@@ -69,23 +88,39 @@ from ._messages import (
     Model,
     ModelCost,
     StopReason,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ThinkingLevel,
     Tool,
     ToolCall,
+    ToolReference,
     ToolResultMessage,
     Usage,
     UsageCost,
     UserMessage,
 )
-from ._options import StreamFn, StreamOptions
-from ._outcome import RunResult
+from ._options import NamedToolChoice, StreamFn, StreamOptions, StreamResult, ToolChoice
+from ._output import OutputSpec, partial_output
+from ._overflow import is_context_overflow
 from ._public import publish_module_names
 from ._queue import QueueMode
 from ._registry import register_provider, stream_simple, unregister_provider
+from ._result import RunOutcome, RunResult
 from ._state import AgentState
-from ._tools import AgentTool, AgentToolResult, ToolExecutionMode, ToolUpdateCallback
+from ._subagent import SubagentError, SubagentEvent, agent_tool
+from ._system import current_system_prompt, current_tools, normalize_context
+from ._tokens import estimate_tokens
+from ._tool_call import ToolCallOutcome, run_tool_call
+from ._tools import (
+    AgentTool,
+    AgentToolResult,
+    RequiresApproval,
+    ToolExecutionMode,
+    ToolReconcile,
+    ToolReplay,
+    ToolUpdateCallback,
+)
 from ._tracer import RunTrace, RunTracer
 from ._validation import validate_tool_arguments
 from .nursery import AbortController, AbortSignal
@@ -93,6 +128,7 @@ from .nursery import AbortController, AbortSignal
 __all__ = (
     "AbortController",
     "AbortSignal",
+    "AfterToolCall",
     "AfterToolCallContext",
     "AfterToolCallResult",
     "Agent",
@@ -108,36 +144,66 @@ __all__ = (
     "AgentState",
     "AgentTool",
     "AgentToolResult",
+    "Approve",
+    "AssistantContent",
     "AssistantMessage",
     "AssistantMessageEvent",
+    "BeforeToolCall",
     "BeforeToolCallContext",
     "BeforeToolCallResult",
+    "Compaction",
+    "CompactionError",
+    "CompactionPolicy",
     "Context",
+    "ConvertToLlm",
     "CustomMessage",
+    "Decision",
+    "Deny",
+    "FinishTurn",
+    "GetApiKey",
     "ImageContent",
+    "LimitKind",
+    "LimitReached",
     "Message",
     "MessageEnd",
+    "MessageSource",
     "MessageStart",
     "MessageUpdate",
     "Model",
     "ModelCompat",
     "ModelCost",
+    "NamedToolChoice",
     "NextTurn",
+    "OutputError",
+    "OutputSpec",
+    "PendingToolCall",
     "PiCoreError",
+    "PrepareNextTurn",
+    "PrepareRequest",
     "ProviderError",
     "ProxyError",
     "QueueMode",
+    "RequestContext",
+    "RequestUpdate",
+    "RequiresApproval",
     "RunError",
+    "RunLimits",
+    "RunOutcome",
     "RunResult",
     "RunTrace",
     "RunTracer",
     "SerializationError",
+    "ShouldStopAfterTurn",
     "StopReason",
     "StreamDone",
     "StreamError",
     "StreamFn",
     "StreamOptions",
+    "StreamResult",
     "StreamStart",
+    "SubagentError",
+    "SubagentEvent",
+    "SystemMessage",
     "TextContent",
     "TextDelta",
     "TextEnd",
@@ -152,14 +218,22 @@ __all__ = (
     "ToolCall",
     "ToolCallDelta",
     "ToolCallEnd",
+    "ToolCallOutcome",
     "ToolCallStart",
+    "ToolChoice",
+    "ToolExecution",
     "ToolExecutionEnd",
     "ToolExecutionMode",
     "ToolExecutionStart",
     "ToolExecutionUpdate",
+    "ToolReconcile",
+    "ToolReference",
+    "ToolReplay",
     "ToolResultMessage",
     "ToolUpdateCallback",
+    "TransformContext",
     "TurnContext",
+    "TurnDecision",
     "TurnEnd",
     "TurnStart",
     "Usage",
@@ -167,15 +241,23 @@ __all__ = (
     "UserMessage",
     "agent_loop",
     "agent_loop_continue",
+    "agent_tool",
+    "compact",
+    "current_system_prompt",
+    "current_tools",
     "default_convert_to_llm",
-    "is_interruption",
-    "register_interruption",
+    "estimate_tokens",
+    "is_context_overflow",
+    "normalize_context",
+    "partial_output",
+    "pending_tool_calls",
     "register_provider",
+    "resolve_tool_calls",
     "run_agent_loop",
     "run_agent_loop_continue",
+    "run_tool_call",
     "stream_simple",
     "tool",
-    "unregister_interruption",
     "unregister_provider",
     "validate_tool_arguments",
 )

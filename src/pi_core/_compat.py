@@ -9,7 +9,17 @@ import attrs
 __all__ = ["MaxTokensField", "ModelCompat", "ThinkingFormat"]
 
 MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
-ThinkingFormat = Literal["openai", "openrouter", "deepseek", "zai", "qwen", "qwen-chat-template"]
+ThinkingFormat = Literal[
+    "openai",
+    "openrouter",
+    "deepseek",
+    "zai",
+    "qwen",
+    "qwen-chat-template",
+    "together",
+    "ant-ling",
+    "baseten",
+]
 
 
 @attrs.frozen(kw_only=True)
@@ -28,11 +38,15 @@ class ModelCompat:
     supports_store: bool | None = None
     """The server takes ``store`` (it is sent as ``false``)."""
     supports_developer_role: bool | None = None
-    """The system prompt of a reasoning model goes out as role ``developer`` (else ``system``)."""
+    """The system prompt of a reasoning model goes out as role ``developer`` (else ``system``);
+    detected for OpenAI's own API only, since other servers' chat templates often refuse it."""
     supports_reasoning_effort: bool | None = None
     """The server takes ``reasoning_effort``."""
     supports_usage_in_streaming: bool | None = None
     """The server takes ``stream_options: {include_usage: true}`` (default true)."""
+    supports_finish_reason: bool | None = None
+    """The server ends a reply with a ``finish_reason`` (default true); when false, a stream
+    that ends without one is complete, a tool call reply when it calls tools."""
     max_tokens_field: MaxTokensField | None = None
     """The name under which ``StreamOptions.max_tokens`` is sent."""
     requires_tool_result_name: bool | None = None
@@ -40,6 +54,9 @@ class ModelCompat:
     requires_assistant_after_tool_result: bool | None = None
     """A user message may not follow tool results directly: a short assistant line is put
     between them."""
+    requires_non_null_assistant_content: bool | None = None
+    """An assistant message that only calls tools carries ``"content": ""`` instead of
+    ``null`` (llama.cpp's and other local servers' templates refuse ``null``)."""
     requires_thinking_as_text: bool | None = None
     """Earlier reasoning is sent back as plain text in the assistant message."""
     requires_reasoning_content_on_assistant_messages: bool | None = None
@@ -56,7 +73,7 @@ class ModelCompat:
     zai_tool_stream: bool | None = None
     """Send ``tool_stream: true`` (z.ai streams tool call arguments only then)."""
     supports_strict_mode: bool | None = None
-    """Tool definitions may carry ``strict`` (sent as ``false``)."""
+    """Tool definitions may carry ``strict``."""
     cache_control_format: Literal["anthropic"] | None = None
     """``"anthropic"``: mark the system prompt, the last tool and the last user or assistant
     text with Anthropic's ``cache_control`` (OpenRouter's Anthropic models)."""
@@ -69,9 +86,25 @@ class ModelCompat:
 
     # --- OpenAI Responses -----------------------------------------------------------------------
     send_session_id_header: bool | None = None
-    """Send ``StreamOptions.session_id`` as the ``session_id`` header while caching is on."""
+    """Send ``StreamOptions.session_id`` as the ``session-id`` header while caching is on."""
+    supports_max_output_tokens: bool | None = None
+    """The server takes ``max_output_tokens`` (default true)."""
+
+    # --- every API ------------------------------------------------------------------------------
+    supports_mid_convo_system_messages: bool | None = None
+    """A system message later in the conversation may be sent where it stands; otherwise (the
+    default) all system messages are folded into the one system prompt."""
+    supports_temperature: bool | None = None
+    """The model takes ``temperature`` (default true; some reasoning models refuse it)."""
 
     # --- Anthropic Messages ---------------------------------------------------------------------
+    force_adaptive_thinking: bool | None = None
+    """The model thinks adaptively, with an effort level, instead of with a token budget."""
+    supports_strict_tools: bool | None = None
+    """Tool definitions may ask for strict schema adherence (``strict: true``)."""
     supports_eager_tool_input_streaming: bool | None = None
     """Tools carry ``eager_input_streaming: true``; when false, the fine-grained tool streaming
     beta header is sent instead (default true)."""
+    extra: dict[str, Any] | None = attrs.field(default=None, kw_only=True, repr=False, hash=False)
+    """The settings of the catalogue (or of a newer writer) that pi_core does not model, kept so
+    that they are written back unchanged."""

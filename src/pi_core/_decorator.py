@@ -1,4 +1,4 @@
-"""The ``@tool`` decorator: an :class:`AgentTool` from a typed ``async def``.
+"""The ``@tool`` decorator: an :class:`AgentTool` from a typed function, ``async def`` or plain.
 
 The parameters' annotations become the JSON Schema the model sees, the docstring its description,
 and at call time the validated arguments are structured back into the annotated types (cattrs).
@@ -11,27 +11,49 @@ Decisions, documented here once (the types and their schemas: :mod:`pi_core._too
   ``Returns:`` …); each ``Args:`` entry becomes its property's ``"description"``, unless the
   parameter's ``Annotated[T, "text"]`` gave one.
 * The function's own default is what applies when the argument is left out.
+* A plain ``def`` runs in a worker thread (``anyio.to_thread``), so it never blocks the event
+  loop; ``thread=False`` runs it on the loop instead. A thread cannot be stopped: an abort or a
+  timeout answers the call at once and leaves the thread to finish in the background, its
+  outcome ignored (abandoned before its thread started, the function may not run at all). Its ``signal`` (when it takes one) is the call's own, aborted as soon as the
+  call is abandoned for any reason, so a long function can poll ``signal.aborted`` and return.
+  Its ``on_update`` may be called from the thread: the update is handed to the event loop, and
+  dropped once the call has ended.
+* What the function returns is what :class:`AgentTool` ``execute`` may return: a ``str``, an
+  :class:`AgentToolResult`, or a JSON value (see ``_tool_result.py``).
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
 import typing
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, Final, overload
 
+import anyio
+import anyio.from_thread
+import anyio.to_thread
 import attrs
 import cattrs
 
 from ._exceptions import ToolArgumentsError
 from ._tool_schema import annotated_text, converter, describe, parse_docstring, schema_for
-from ._tools import AgentTool, AgentToolResult, ToolExecutionMode, ToolUpdateCallback
-from .nursery import AbortSignal
+from ._tools import (
+    AgentTool,
+    AgentToolResult,
+    RequiresApproval,
+    ToolExecutionMode,
+    ToolReconcile,
+    ToolReplay,
+    ToolUpdateCallback,
+)
+from .nursery import AbortController, AbortSignal
 
 __all__ = ["ToolFunction", "tool"]
 
-ToolFunction = Callable[..., Awaitable[AgentToolResult | str]]
-"""An ``async def`` whose annotated parameters are the tool's arguments."""
+ToolFunction = Callable[..., object]
+"""A function (``async def`` or plain ``def``) whose annotated parameters are the tool's
+arguments; it returns a ``str``, an :class:`AgentToolResult` or a JSON value."""
 
 INJECTED: Final = frozenset({"tool_call_id", "signal", "on_update"})
 """Parameters filled in by the runtime, by name; they are not part of the schema."""
@@ -50,6 +72,10 @@ def tool(
     execution_mode: ToolExecutionMode | None = None,
     timeout: float | None = None,
     prepare_arguments: Callable[[Any], Any] | None = None,
+    requires_approval: RequiresApproval = False,
+    thread: bool = True,
+    replay: ToolReplay = "safe",
+    reconcile: ToolReconcile | None = None,
 ) -> Callable[[ToolFunction], AgentTool]: ...
 
 
@@ -63,8 +89,23 @@ def tool(
     execution_mode: ToolExecutionMode | None = None,
     timeout: float | None = None,
     prepare_arguments: Callable[[Any], Any] | None = None,
+    requires_approval: RequiresApproval = False,
+    thread: bool = True,
+    replay: ToolReplay = "safe",
+    reconcile: ToolReconcile | None = None,
 ) -> AgentTool | Callable[[ToolFunction], AgentTool]:
-    """Build an :class:`AgentTool` from a typed ``async def``; usable bare or with options.
+    """Build an :class:`AgentTool` from a typed function; usable bare or with options.
+
+    An ``async def`` is awaited on the event loop. A plain ``def`` is called in a worker thread,
+    so that a blocking function (a file, a database driver, ``time.sleep``) does not stop the
+    other tasks; an abort or a timeout answers the call at once while the thread, which cannot
+    be stopped, finishes in the background. A function that takes ``signal`` gets the call's
+    own :class:`AbortSignal`, aborted as soon as the call is abandoned: poll
+    ``signal.aborted`` to return early.
+
+    The function may return a ``str``, an :class:`AgentToolResult`, or any JSON value (a dict,
+    a list, a number, a bool, ``None``, an attrs or dataclass instance): the model then reads
+    the value's JSON and ``details`` keeps the value.
 
     Args:
         fn: the function, when used bare (``@tool``).
@@ -74,11 +115,20 @@ def tool(
         execution_mode: ``"sequential"`` or ``"parallel"``, as for :class:`AgentTool`.
         timeout: seconds, as for :class:`AgentTool`.
         prepare_arguments: runs on the raw arguments before validation.
+        requires_approval: ``True``, or a sync function of the validated arguments returning
+            a bool or a reason: the call waits for a decision before it runs, as for
+            :class:`AgentTool`.
+        thread: for a plain ``def``: ``False`` calls it on the event loop instead of in a
+            worker thread (for a quick function; while it runs, nothing else does).
+            An ``async def`` always runs on the loop.
+        replay: ``"never"`` for a call a durable run must not simply run again after a crash
+            (a payment), as for :class:`AgentTool`.
+        reconcile: for ``replay="never"``: finds out whether an interrupted call took effect.
 
     Raises:
-        TypeError: at decoration time, for a function that is not ``async def``, that takes
-            ``*args`` / ``**kwargs`` or positional-only parameters, or whose annotations cannot
-            be expressed as JSON Schema.
+        TypeError: at decoration time, for a generator function, one that takes ``*args`` /
+            ``**kwargs`` or positional-only parameters, or one whose annotations cannot be
+            expressed as JSON Schema.
     """
 
     def decorate(function: ToolFunction) -> AgentTool:
@@ -86,10 +136,13 @@ def tool(
             "execution_mode": execution_mode,
             "timeout": timeout,
             "prepare_arguments": prepare_arguments,
+            "requires_approval": requires_approval,
+            "replay": replay,
+            "reconcile": reconcile,
         }
         if label is not None:
             options["label"] = label
-        return _build_tool(function, name, description, options)
+        return _build_tool(function, name, description, options, thread)
 
     return decorate if fn is None else decorate(fn)
 
@@ -107,10 +160,16 @@ class _Argument:
 
 
 def _build_tool(
-    fn: ToolFunction, name: str | None, description: str | None, options: dict[str, Any]
+    fn: ToolFunction,
+    name: str | None,
+    description: str | None,
+    options: dict[str, Any],
+    thread: bool,
 ) -> AgentTool:
-    if not inspect.iscoroutinefunction(fn):
-        raise TypeError(f"@tool needs an async def function, got {_name_of(fn)}")
+    if inspect.isasyncgenfunction(fn) or inspect.isgeneratorfunction(fn):
+        raise TypeError(
+            f"@tool needs a function that returns its result, not a generator: {_name_of(fn)}"
+        )
     tool_name = name or getattr(fn, "__name__", None)
     if not tool_name:
         raise TypeError(f"@tool cannot name {fn!r}; pass name=...")
@@ -121,7 +180,7 @@ def _build_tool(
         name=tool_name,
         description=summary if description is None else description,
         parameters=parameters,
-        execute=_make_execute(fn, tool_name, arguments, injected),
+        execute=_make_execute(fn, tool_name, arguments, injected, thread),
         **options,
     )
 
@@ -190,24 +249,89 @@ def _structure_hook(annotation: Any, where: str) -> Callable[[Any, Any], Any]:
 
 
 def _make_execute(
-    fn: ToolFunction, tool_name: str, arguments: list[_Argument], injected: list[str]
-) -> Callable[..., Awaitable[AgentToolResult | str]]:
+    fn: ToolFunction, tool_name: str, arguments: list[_Argument], injected: list[str], thread: bool
+) -> Callable[..., Awaitable[object]]:
+    call = _caller(fn, thread)
+
     async def execute(
         tool_call_id: str,
         params: Any,
         signal: AbortSignal,
         on_update: ToolUpdateCallback,
         /,
-    ) -> AgentToolResult | str:
+    ) -> object:
         kwargs = _structure_arguments(tool_name, arguments, params)
         runtime = {"tool_call_id": tool_call_id, "signal": signal, "on_update": on_update}
         for key in injected:
             kwargs[key] = runtime[key]
-        return await fn(**kwargs)
+        return await call(kwargs)
 
     execute.__wrapped__ = fn  # type: ignore[attr-defined]
     execute.__qualname__ = f"{getattr(fn, '__qualname__', tool_name)}.execute"
     return execute
+
+
+def _caller(fn: ToolFunction, thread: bool) -> Callable[[dict[str, Any]], Awaitable[object]]:
+    """``call(kwargs)``: the awaitable of one call of ``fn``; an ``async def``'s own coroutine,
+    so that it costs no frame of its own."""
+    if inspect.iscoroutinefunction(fn):
+        return lambda kwargs: fn(**kwargs)
+    return functools.partial(_in_thread if thread else _on_loop, fn)
+
+
+async def _on_loop(fn: ToolFunction, kwargs: dict[str, Any]) -> object:
+    return fn(**kwargs)
+
+
+async def _in_thread(fn: ToolFunction, kwargs: dict[str, Any]) -> object:
+    """Call ``fn`` in a worker thread; on cancellation answer at once and abandon the thread.
+
+    The thread gets the call's own signal (aborted when the call ends, however it ends) and an
+    ``on_update`` that hands each update to the event loop while the call is running.
+    """
+    signal: AbortSignal | None = kwargs.get("signal")
+    controller = AbortController() if signal is not None else None
+    if controller is not None:
+        kwargs["signal"] = controller.signal
+    updates = _ThreadUpdates(kwargs["on_update"]) if "on_update" in kwargs else None
+    if updates is not None:
+        kwargs["on_update"] = updates
+    try:
+        return await anyio.to_thread.run_sync(
+            functools.partial(fn, **kwargs), abandon_on_cancel=True
+        )
+    finally:
+        if updates is not None:
+            updates.open = False
+        if controller is not None:
+            assert signal is not None
+            controller.abort(signal.reason if signal.aborted else _ABANDONED)
+
+
+_ABANDONED: Final = "tool call ended"
+"""The abort reason a thread sees when its call ended without the run's abort (a timeout, the
+run failing, or the function having returned)."""
+
+
+class _ThreadUpdates:
+    """A worker thread's ``on_update``: runs the call's own ``on_update`` on the event loop.
+
+    ``open`` is read and cleared on the loop, so an update the abandoned thread sends after its
+    call ended is dropped instead of following the call's end event.
+    """
+
+    __slots__ = ("_on_update", "open")
+
+    def __init__(self, on_update: ToolUpdateCallback) -> None:
+        self._on_update = on_update
+        self.open = True
+
+    def __call__(self, partial: AgentToolResult) -> None:
+        anyio.from_thread.run_sync(self._deliver, partial)
+
+    def _deliver(self, partial: AgentToolResult) -> None:
+        if self.open:
+            self._on_update(partial)
 
 
 def _structure_arguments(tool_name: str, arguments: list[_Argument], params: Any) -> dict[str, Any]:

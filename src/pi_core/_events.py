@@ -6,11 +6,13 @@ Every class carries its upstream ``type`` string as a class attribute, so a cons
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import attrs
 
 from ._messages import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
+from ._texts import NO_STOP_REASON
 from ._tools import AgentToolResult
 
 if TYPE_CHECKING:
@@ -21,6 +23,8 @@ __all__ = [
     "AgentEvent",
     "AgentStart",
     "AssistantMessageEvent",
+    "AwaitingEmit",
+    "Emit",
     "MessageEnd",
     "MessageStart",
     "MessageUpdate",
@@ -41,6 +45,7 @@ __all__ = [
     "ToolExecutionUpdate",
     "TurnEnd",
     "TurnStart",
+    "terminal_event",
 ]
 
 # --- the provider stream protocol ---------------------------------------------------------------
@@ -143,10 +148,11 @@ class ToolCallEnd:
 
 @attrs.frozen
 class StreamDone:
-    """The reply is complete; nothing follows. ``reason`` is stop, length or toolUse."""
+    """The reply is complete; nothing follows. ``reason`` is stop, length, toolUse, or deferred
+    (the provider will answer later)."""
 
     type: ClassVar[Literal["done"]] = "done"
-    reason: Literal["stop", "length", "toolUse"]
+    reason: Literal["stop", "length", "toolUse", "deferred"]
     message: AssistantMessage
 
 
@@ -157,6 +163,21 @@ class StreamError:
     type: ClassVar[Literal["error"]] = "error"
     reason: Literal["aborted", "error"]
     error: AssistantMessage
+
+
+def terminal_event(message: AssistantMessage) -> StreamDone | StreamError:
+    """The event that ends a reply whose final message is ``message``, by its stop reason.
+
+    A message still ``"pending"`` never got a stop reason: it becomes an error.
+    """
+    reason = message.stop_reason
+    if reason == "pending":
+        message.stop_reason = "error"
+        message.error_message = message.error_message or NO_STOP_REASON
+        return StreamError("error", message)
+    if reason == "error" or reason == "aborted":
+        return StreamError(reason, message)
+    return StreamDone(reason, message)
 
 
 AssistantMessageEvent: TypeAlias = (
@@ -212,7 +233,7 @@ class TurnEnd:
 
 @attrs.frozen
 class MessageStart:
-    """A message enters the transcript (for the assistant: a snapshot of the partial)."""
+    """A message enters the transcript (for the assistant: a shallow copy of the live partial)."""
 
     type: ClassVar[Literal["message_start"]] = "message_start"
     message: AgentMessage
@@ -220,7 +241,10 @@ class MessageStart:
 
 @attrs.frozen
 class MessageUpdate:
-    """The streaming assistant message changed; the provider's raw event is attached."""
+    """The streaming assistant message changed; the provider's raw event is attached.
+
+    ``message`` is a shallow copy of the live partial: its content list and blocks are shared
+    with the stream and go on growing after this event (see the concepts page)."""
 
     type: ClassVar[Literal["message_update"]] = "message_update"
     message: AssistantMessage
@@ -265,6 +289,8 @@ class ToolExecutionEnd:
     tool_name: str
     result: AgentToolResult
     is_error: bool
+    duration_ms: float | None = None
+    """Milliseconds spent in ``execute`` (monotonic); ``None`` when the call did not run."""
 
 
 AgentEvent: TypeAlias = (
@@ -280,3 +306,10 @@ AgentEvent: TypeAlias = (
     | ToolExecutionEnd
 )
 """One event of an agent run."""
+
+Emit: TypeAlias = Callable[[AgentEvent], object]
+"""``emit(event)``, the receiver of a run's events: sync or async; what a sync one returns is
+ignored (unless it is awaitable), an async one is awaited before the run goes on."""
+
+AwaitingEmit: TypeAlias = Callable[[AgentEvent], Awaitable[None]]
+"""An :data:`Emit` as a run calls it: whatever it returns is awaited."""

@@ -8,6 +8,37 @@ when asked for). Where a builtin fits, the error also subclasses it (:class:`Age
 a ``RuntimeError``, :class:`ToolArgumentsError` and :class:`SerializationError` are
 ``ValueError``\\ s), so ``except ValueError`` keeps working.
 
+The tree (a builtin after a comma is a base class too; a class is exported by ``pi_core``, or
+by the ``pi_core`` package named in brackets)::
+
+    PiCoreError
+    ├── AgentBusyError, RuntimeError                  a prompt while a run is active
+    ├── ToolArgumentsError, ValueError                a tool call's arguments fail its schema
+    ├── ProviderError                                 a provider cannot serve a request
+    ├── ProxyError                                    a proxy peer broke the protocol
+    ├── RunError                                      raise_for_error(): a run failed or was aborted
+    │   └── OutputError                               a typed answer's retries were spent
+    ├── SerializationError, ValueError                data not of the class asked for
+    ├── SubagentError                                 a sub-agent's run failed (an error result)
+    ├── CompactionError                               nothing to compact, or the summary failed
+    ├── SessionFileError, ValueError        [sessions] no session file this version reads
+    ├── ModelNotFoundError, LookupError     [models]  no such provider or model
+    ├── ToolServerError                     [mcp]     a server cannot start or list tools
+    ├── MCPToolError                        [mcp]     a call failed (an error result)
+    ├── DurableError                        [durable] the engine or its database failed
+    │   ├── UnknownAgentError, LookupError  [durable] no agent of that name
+    │   ├── UnknownRunError, LookupError    [durable] no run of that id
+    │   └── RunFailedError                  [durable] result() of a run that failed
+    ├── EventGrammarError, AssertionError   [testing] events that are not one run
+    ├── TranscriptError, AssertionError     [testing] a transcript no provider takes
+    └── ScriptedToolError                   [testing] a call scripted to fail
+
+    ConcurrentTaskError                     [nursery] several concurrent tasks failed at once
+
+:class:`~pi_core.nursery.ConcurrentTaskError` stands outside on purpose: it carries the failures
+of several tasks, of any kind, mistakes of the calling program among them, so it must not be
+caught as a condition to handle (and ``pi_core.nursery`` depends on nothing of pi_core).
+
 A mistake in the calling program is a builtin, as in the standard library, and is not meant to be
 caught but fixed: ``TypeError`` for an argument of the wrong type (or a tool that returns one),
 ``ValueError`` for a bad value or setting (``Agent(max_parallel_tools=0)``, an unknown queue
@@ -24,10 +55,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ._outcome import RunResult
+    from ._result import RunResult
 
 __all__ = [
     "AgentBusyError",
+    "OutputError",
     "PiCoreError",
     "ProviderError",
     "ProxyError",
@@ -84,6 +116,20 @@ class RunError(PiCoreError):
         super().__init__(message)
         self.result = result
         """The outcome of the run: its messages, its reply, its error."""
+
+    def __reduce__(self) -> tuple[type[RunError], tuple[str, RunResult]]:
+        # Pickled with its result, so that an engine that stores a failed run's exception (a
+        # durable workflow's) can load it again.
+        return type(self), (str(self), self.result)
+
+
+class OutputError(RunError):
+    """A run with an output type ended without a valid answer: its retries were spent.
+
+    Its text is ``Output failed after <n> retries: <the last error>``. The loop functions raise
+    it (its ``result`` holds the run's messages); an Agent run records it as the run's failure,
+    and :meth:`RunResult.raise_for_error` raises it.
+    """
 
 
 class SerializationError(PiCoreError, ValueError):

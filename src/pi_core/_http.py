@@ -16,6 +16,10 @@ exponential backoff from 0.5 s to 8 s with up to 25 % jitter. A server asking fo
 :attr:`HttpCall.retry_note` says how long it asked for. The wait is a guarded await, so an abort
 ends it at once. Retries happen only in :meth:`HttpCall.send`, before a byte of the response
 body was read: nothing is retried once a reply streams.
+
+A failure of the HTTP stack is told by :func:`http_failure_text`, never by the stack's own text:
+h11 refuses ``Illegal header value b'Bearer sk-…'``, quoting the key. An error response's body
+is read up to :data:`MAX_ERROR_BODY` (:meth:`HttpCall.read_error_body`).
 """
 
 from __future__ import annotations
@@ -23,18 +27,23 @@ from __future__ import annotations
 import email.utils
 import logging
 import math
+import os
 import random
+import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+import urllib.parse
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, Final, TypeVar
 
 import anyio
 import httpx
 
+from ._texts import REQUEST_TIMED_OUT, connection_error_text
 from .nursery import AbortSignal
 
 __all__ = [
     "DEFAULT_HTTP_TIMEOUT",
+    "MAX_ERROR_BODY",
     "MAX_LINE_BYTES",
     "RETRY_STATUSES",
     "HttpCall",
@@ -43,6 +52,8 @@ __all__ = [
     "RequestTimedOut",
     "RetryPolicy",
     "discard",
+    "http_failure_text",
+    "is_http_stack_error",
     "retry_after",
     "should_retry",
 ]
@@ -75,6 +86,90 @@ _random: Callable[[], float] = random.random
 MAX_LINE_BYTES = 32 * 1024 * 1024
 """The longest line of an event stream a client holds in memory (and the most data of one
 event): a longer one ends the reply with an error instead of growing without end."""
+
+
+MAX_ERROR_BODY = 64 * 1024
+"""The most bytes of an error response's body a client reads: its text is for a person, and a
+server must not make a client hold megabytes to report one failure."""
+
+_HTTP_STACK = frozenset({"httpx", "httpx2", "httpcore", "httpcore2", "h11", "h2", "ssl", "socket"})
+"""Packages whose exception texts may quote request headers or connection details."""
+
+_CAUSES = {
+    "ConnectError": "cannot connect",
+    "ReadError": "the connection broke while reading the response",
+    "WriteError": "the connection broke while sending the request",
+    "CloseError": "the connection broke while closing",
+    "RemoteProtocolError": "the server closed the connection or broke the HTTP protocol",
+    "LocalProtocolError": "a request header is not valid HTTP (such as a value with a line break)",
+    "ProxyError": "the HTTP proxy refused the request",
+    "UnsupportedProtocol": "the URL is not http:// or https://",
+    "DecodingError": "the response body cannot be decoded",
+    "TooManyRedirects": "too many redirects",
+}
+"""What a failure of the HTTP stack means, by the name of its class (or a base class): the same
+in httpx, httpcore and the MCP SDK's httpx2."""
+
+
+def is_http_stack_error(exc: BaseException) -> bool:
+    """Whether ``exc`` comes from the HTTP stack, whose own texts must not be shown."""
+    return type(exc).__module__.partition(".")[0] in _HTTP_STACK
+
+
+def http_failure_text(exc: BaseException) -> str:
+    """The error text of a request that failed in the HTTP stack, never the stack's own text.
+
+    A timeout is ``Request timed out.``; anything else ``Connection error (<url>): <cause>``, the
+    cause from the operating system where it gave one (``Connection refused``, ``Name or service
+    not known``), the URL without its query and credentials.
+    """
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if "TimeoutException" in names:
+        return REQUEST_TIMED_OUT
+    cause = _os_cause(exc) or next(
+        (_CAUSES[cls.__name__] for cls in type(exc).__mro__ if cls.__name__ in _CAUSES),
+        type(exc).__name__,
+    )
+    return connection_error_text(cause, _request_url(exc))
+
+
+def _os_cause(exc: BaseException) -> str | None:
+    """The operating system's words for the first socket error under ``exc``, if any."""
+    for inner in _chain(exc):
+        if isinstance(inner, ssl.SSLError):
+            detail = getattr(inner, "verify_message", None) or inner.reason
+            return f"TLS error: {detail}" if detail else "TLS error"
+        if isinstance(inner, OSError) and inner.errno is not None:
+            if inner.errno > 0:
+                return os.strerror(inner.errno)
+            if isinstance(inner.strerror, str):  # a resolver error (socket.gaierror)
+                return inner.strerror
+    return None
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and what lies under it: causes, contexts and the members of exception groups."""
+    seen: set[int] = set()
+    pending = [exc]
+    while pending:
+        current = pending.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        pending.extend(getattr(current, "exceptions", ()))
+        pending.extend(e for e in (current.__cause__, current.__context__) if e is not None)
+
+
+def _request_url(exc: BaseException) -> str | None:
+    """The URL ``exc``'s request went to, without query, fragment and user info."""
+    try:
+        url = str(exc.request.url)  # type: ignore[attr-defined]
+    except (AttributeError, RuntimeError):  # httpx raises RuntimeError when no request is set
+        return None
+    parts = urllib.parse.urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit((parts.scheme, host, parts.path, "", ""))
 
 
 class RequestAborted(Exception):
@@ -277,14 +372,14 @@ class HttpCall:
         """The next item of ``iterator`` (guarded), or ``None`` at its end."""
         return await self.guard.call(anext, iterator, None)
 
-    async def read_capped(self, limit: int) -> bytes:
-        """The response body, at most about ``limit`` bytes of it (an error body, say)."""
+    async def read_error_body(self) -> bytes:
+        """The body of an error response, at most about :data:`MAX_ERROR_BODY` bytes of it."""
         assert self.response is not None
         body = bytearray()
         chunks = self.read_body(self.response.aiter_bytes())
-        while len(body) < limit and (chunk := await self.next(chunks)):
+        while len(body) < MAX_ERROR_BODY and (chunk := await self.next(chunks)):
             body += chunk
-        return bytes(body)
+        return bytes(body[:MAX_ERROR_BODY])
 
     async def close(self) -> None:
         """Release the body, the response and an owned client, also while being cancelled."""

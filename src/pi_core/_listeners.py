@@ -1,42 +1,47 @@
-"""Agent listeners: ``listener(event, signal)`` or ``listener(event)``, sync or async."""
+"""Agent listeners: ``listener(event, signal)`` or ``listener(event)``, sync or async.
+
+A listener's form is read once, when it is subscribed: the run calls the adapted listener with
+``(event, signal)`` and awaits whatever it returns (see :mod:`pi_core._maybe_async`).
+"""
 
 from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
 from ._events import AgentEvent
+from ._maybe_async import awaiting
 from .nursery import AbortSignal
 
-__all__ = ["AgentListener", "TwoArgumentListener", "as_two_argument_listener"]
+__all__ = ["AgentListener", "AwaitingListener", "as_awaiting_listener"]
 
 AgentListener: TypeAlias = (
-    Callable[[AgentEvent, AbortSignal], Awaitable[None] | None]
-    | Callable[[AgentEvent], Awaitable[None] | None]
+    Callable[[AgentEvent, AbortSignal], object] | Callable[[AgentEvent], object]
 )
 """``listener(event, signal)`` or ``listener(event)``: sync or async; awaited in subscription
-order. ``signal`` is the run's :class:`~pi_core.AbortSignal`."""
+order. ``signal`` is the run's :class:`~pi_core.AbortSignal`. What a sync listener returns is
+ignored."""
 
-TwoArgumentListener: TypeAlias = Callable[[AgentEvent, AbortSignal], Awaitable[None] | None]
-"""A listener as a run calls it."""
+AwaitingListener: TypeAlias = Callable[[AgentEvent, AbortSignal], Awaitable[None]]
+"""A listener as a run calls it: with ``(event, signal)``, awaiting what it returns."""
 _POSITIONAL = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
-def as_two_argument_listener(listener: AgentListener) -> TwoArgumentListener:
-    """``listener`` as the run calls it, ``(event, signal)``, decided once from its signature.
+def as_awaiting_listener(listener: AgentListener) -> AwaitingListener:
+    """``listener`` as the run calls it, decided once from its signature and its kind.
 
     Raises:
         TypeError: ``listener`` is not callable with ``(event)`` or ``(event, signal)``.
     """
     if _positional_arity(listener) == 1:
-        one_argument: Callable[[AgentEvent], Awaitable[None] | None] = listener  # type: ignore[assignment]
+        one_argument = awaiting(cast("Callable[[AgentEvent], object]", listener))
 
-        def call(event: AgentEvent, signal: AbortSignal) -> Awaitable[None] | None:
+        def call(event: AgentEvent, signal: AbortSignal) -> Awaitable[None]:
             return one_argument(event)
 
         return call
-    return listener  # type: ignore[return-value]
+    return awaiting(cast("Callable[[AgentEvent, AbortSignal], object]", listener))
 
 
 def _positional_arity(listener: AgentListener) -> int:

@@ -30,11 +30,13 @@ __all__ = [
     "Model",
     "ModelCost",
     "StopReason",
+    "SystemMessage",
     "TextContent",
     "ThinkingContent",
     "ThinkingLevel",
     "Tool",
     "ToolCall",
+    "ToolReference",
     "ToolResultContent",
     "ToolResultMessage",
     "Usage",
@@ -44,8 +46,15 @@ __all__ = [
     "now_ms",
 ]
 
-StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
-ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
+StopReason: TypeAlias = Literal[
+    "stop", "length", "toolUse", "error", "aborted", "pending", "deferred"
+]
+"""Why a reply ended; ``"pending"`` marks a partial message that is still streaming."""
+ThinkingLevel: TypeAlias = Literal["off", "minimal", "low", "medium", "high", "xhigh", "max"]
+
+# Every data class that JSON carries has an ``extra`` field, keyword-only and out of ``repr``:
+# the JSON keys pi_core does not model. Loading keeps them there and writing puts them back
+# unchanged, so that a newer writer's fields survive a round trip through pi_core.
 
 
 def now_ms() -> int:
@@ -64,6 +73,7 @@ class TextContent:
     text: str
     text_signature: str | None = None
     """An opaque provider string; sent back to the provider unchanged."""
+    extra: dict[str, Any] | None = attrs.field(default=None, kw_only=True, repr=False, hash=False)
 
 
 @attrs.define
@@ -76,6 +86,7 @@ class ThinkingContent:
     """An opaque provider string that must accompany the thinking when it is sent back."""
     redacted: bool = False
     """True when the provider returned the reasoning encrypted; ``thinking_signature`` holds it."""
+    extra: dict[str, Any] | None = attrs.field(default=None, kw_only=True, repr=False, hash=False)
 
 
 @attrs.define
@@ -85,6 +96,7 @@ class ImageContent:
     type: ClassVar[Literal["image"]] = "image"
     data: str
     mime_type: str
+    extra: dict[str, Any] | None = attrs.field(default=None, kw_only=True, repr=False, hash=False)
 
 
 @attrs.define
@@ -96,6 +108,12 @@ class ToolCall:
     name: str
     arguments: dict[str, Any]
     thought_signature: str | None = None
+    arguments_error: str | None = None
+    """Set by the provider when the model's arguments were not a JSON object (``arguments`` is
+    then ``{}``): validation fails the call with this text."""
+    namespace: str | None = None
+    """The namespace the tool was called in, for providers that have them."""
+    extra: dict[str, Any] | None = attrs.field(default=None, kw_only=True, repr=False, hash=False)
 
 
 AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall
@@ -114,6 +132,10 @@ class UsageCost:
     cache_read: float = 0.0
     cache_write: float = 0.0
     total: float = 0.0
+    total_from_provider: bool | None = None
+    """True when ``total`` is the cost the provider itself billed, false (or unset) when it is
+    the catalogue's estimate."""
+    extra: dict[str, Any] | None = attrs.field(default=None, kw_only=True, repr=False, hash=False)
 
 
 @attrs.define
@@ -126,6 +148,11 @@ class Usage:
     cache_write: int = 0
     total_tokens: int = 0
     cost: UsageCost = attrs.Factory(UsageCost)
+    reasoning: int | None = None
+    """The reasoning tokens among ``output``, where the provider counts them."""
+    cache_write_1h: int | None = None
+    """The tokens among ``cache_write`` written for one hour (Anthropic's long retention)."""
+    extra: dict[str, Any] | None = attrs.field(default=None, kw_only=True, repr=False, hash=False)
 
 
 # --- messages -----------------------------------------------------------------------------------
@@ -138,6 +165,7 @@ class UserMessage:
     role: ClassVar[Literal["user"]] = "user"
     content: str | list[TextContent | ImageContent]
     timestamp: int = attrs.Factory(now_ms)
+    extra: dict[str, Any] | None = attrs.field(default=None, kw_only=True, repr=False, hash=False)
 
 
 @attrs.define
@@ -158,6 +186,15 @@ class AssistantMessage:
     response_model: str | None = None
     """The concrete model that answered, when it differs from the requested one."""
     timestamp: int = attrs.Factory(now_ms)
+    raw_stop_reason: str | None = None
+    """The provider's own word for why the reply ended, before mapping to ``stop_reason``."""
+    thinking_level: ThinkingLevel | None = None
+    """The thinking level the loop asked for (``"off"`` when none)."""
+    provider_thinking_level: str | None = None
+    """The exact reasoning effort the provider was sent, in its own terms."""
+    duration_ms: float | None = None
+    """How long the model call took, in milliseconds of a monotonic clock."""
+    extra: dict[str, Any] | None = attrs.field(default=None, kw_only=True, repr=False, hash=False)
 
     def shallow_copy(self) -> AssistantMessage:
         """A new message sharing this one's content list and usage (what upstream's spread does)."""
@@ -172,6 +209,11 @@ class AssistantMessage:
             self.response_id,
             self.response_model,
             self.timestamp,
+            self.raw_stop_reason,
+            self.thinking_level,
+            self.provider_thinking_level,
+            self.duration_ms,
+            extra=self.extra,
         )
 
 
@@ -208,9 +250,51 @@ class ToolResultMessage:
     details: Any = None
     is_error: bool = False
     timestamp: int = attrs.Factory(now_ms)
+    usage: Usage | None = None
+    """What the tool itself spent on models, when it reports it."""
+    nested_calls: dict[str, Any] | None = None
+    """The calls a tool made of other tools, as JSON (``{"calls": [...], "complete": bool}``)."""
+    duration_ms: float | None = None
+    """How long ``execute`` ran, in milliseconds of a monotonic clock; ``None`` when it did not
+    run."""
+    extra: dict[str, Any] | None = attrs.field(default=None, kw_only=True, repr=False, hash=False)
 
 
-Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
+@attrs.frozen
+class ToolReference:
+    """Names a tool that a :class:`SystemMessage` removes."""
+
+    name: str
+    extra: dict[str, Any] | None = attrs.field(default=None, kw_only=True, repr=False, hash=False)
+
+
+def _none_if_empty(tools: list[Any] | None) -> list[Any] | None:
+    return tools if tools else None
+
+
+@attrs.define
+class SystemMessage:
+    """What the model is told and which tools it has, from this point of the transcript on.
+
+    The leading system message holds the base prompt and the tools of the conversation; a later
+    one adds instructions (``content``), replaces named ``sections`` (``None`` removes one), and
+    adds or removes tools. :func:`current_system_prompt` and :func:`current_tools` replay them.
+    Empty ``tools_added`` / ``tools_removed`` lists are stored as ``None``.
+    """
+
+    role: ClassVar[Literal["system"]] = "system"
+    content: str | list[TextContent] = ""
+    sections: dict[str, str | None] | None = None
+    """Named parts of the prompt, rendered after ``content`` in their order."""
+    tools_added: list[Tool] | None = attrs.field(default=None, converter=_none_if_empty)
+    """The complete declarations of the tools available from here on."""
+    tools_removed: list[ToolReference] | None = attrs.field(default=None, converter=_none_if_empty)
+    """The tools no longer available from here on."""
+    timestamp: int = attrs.Factory(now_ms)
+    extra: dict[str, Any] | None = attrs.field(default=None, kw_only=True, repr=False, hash=False)
+
+
+Message: TypeAlias = SystemMessage | UserMessage | AssistantMessage | ToolResultMessage
 """The messages a model understands."""
 
 
@@ -224,7 +308,9 @@ class CustomMessage(Protocol):
     def role(self) -> str: ...
 
 
-AgentMessage: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage | CustomMessage
+AgentMessage: TypeAlias = (
+    SystemMessage | UserMessage | AssistantMessage | ToolResultMessage | CustomMessage
+)
 """What an agent's transcript holds: LLM messages and custom, app-defined ones."""
 
 
@@ -243,6 +329,9 @@ class ModelCost:
     """Per million input tokens read from the prompt cache."""
     cache_write: float = 0.0
     """Per million input tokens written to the prompt cache."""
+    tiers: list[dict[str, float]] | None = attrs.field(default=None, hash=False)
+    """Higher prices above an input size, as the catalogue lists them: each tier has
+    ``inputTokensAbove`` and the four prices that apply to a request with more input tokens."""
 
 
 def _as_tuple(values: Iterable[str]) -> tuple[str, ...]:
@@ -281,6 +370,16 @@ class Model:
     compat: ModelCompat | None = None
     """What the model's server accepts where servers of its API differ; ``None`` (or a field left
     ``None``) lets the provider detect it from ``base_url``."""
+    type: str | None = None
+    """What kind of model it is, as the catalogue says: ``"chat"`` for the models of the stream
+    functions (the catalogue also lists ``"image"`` and ``"classifier"`` models)."""
+    thinking_level_map: dict[str, str | None] | None = attrs.field(default=None, hash=False)
+    """Thinking level → the provider's own word for it; a level mapped to ``None`` is one the
+    model does not offer (``{"off": None}``: it always thinks)."""
+    prompt_cache: dict[str, int] | None = attrs.field(default=None, hash=False)
+    """How long the provider keeps a cached prompt, in seconds (``{"short": 300, "long": 3600}``)."""
+    input_limits: dict[str, Any] | None = attrs.field(default=None, hash=False)
+    """The provider's limits on a request (``maxRequestBytes``, image counts and sizes)."""
 
 
 @attrs.frozen
@@ -290,6 +389,7 @@ class Tool:
     name: str
     description: str
     parameters: dict[str, Any] = attrs.field(hash=False)
+    extra: dict[str, Any] | None = attrs.field(default=None, kw_only=True, repr=False, hash=False)
 
 
 @attrs.frozen
@@ -303,9 +403,15 @@ class Context:
 
 @attrs.define
 class AgentContext:
-    """The working context of an agent run: its system prompt, transcript and tools."""
+    """The working context of an agent run: its transcript and tools.
+
+    The transcript's system messages say what the model is told and which tools it may call;
+    a run declares a change of ``tools`` in a new system message before its next request.
+    """
 
     system_prompt: str = ""
+    """A prompt for a transcript that has no system message yet: the run's first system
+    message carries it. Once the transcript holds one, its system messages rule."""
     messages: list[AgentMessage] = attrs.Factory(list)
     tools: list[Any] = attrs.Factory(list)
-    """The run's :class:`AgentTool` objects."""
+    """The run's :class:`AgentTool` objects: what it can execute."""

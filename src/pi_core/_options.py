@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
-from inspect import isawaitable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import attrs
 
 from ._events import AssistantMessageEvent
+from ._maybe_async import needs_await
 from ._messages import Context, Model, ThinkingLevel
 from ._redact import headers_repr, secret_repr
 from .nursery import AbortSignal
@@ -18,14 +18,27 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CacheRetention",
+    "NamedToolChoice",
     "StreamFn",
     "StreamOptions",
     "StreamResult",
+    "ToolChoice",
     "close_stream",
     "open_stream",
 ]
 
 CacheRetention = Literal["none", "short", "long"]
+
+
+class NamedToolChoice(TypedDict):
+    """``{"name": "lookup"}``: the model must call this tool."""
+
+    name: str
+
+
+ToolChoice: TypeAlias = Literal["auto", "none", "required"] | NamedToolChoice
+"""Which tools the model may call: ``"auto"`` (it decides), ``"none"`` (no tool; the tools are
+still described), ``"required"`` (at least one tool), or ``{"name": tool}`` (that tool)."""
 
 
 @attrs.frozen
@@ -64,6 +77,14 @@ class StreamOptions:
     gets its error returned at once, naming the delay it asked for."""
     signal: AbortSignal | None = attrs.field(default=None, eq=False, hash=False)
     """Aborts the request at once; the loop sets it to the run's signal."""
+    tool_choice: ToolChoice | None = attrs.field(default=None, hash=False)
+    """Which tools the model may call (see :data:`ToolChoice`); ``None`` leaves it to the API
+    (the model decides). Sent only when the request has tools."""
+    sampling_params: Mapping[str, Any] | None = attrs.field(default=None, hash=False)
+    """Sampling parameters the options do not name (``top_p``, ``top_k``, ``min_p``,
+    ``repetition_penalty`` …), merged into the request body last, so they override the named
+    fields. Only the OpenAI-compatible APIs (Chat Completions and Responses) send them, for the
+    servers (llama.cpp, vLLM, SGLang …) that take them; the others ignore them."""
 
 
 StreamResult: TypeAlias = (
@@ -82,7 +103,7 @@ async def open_stream(
     returned an awaitable); whatever it raises propagates. Close the iterator with
     :func:`close_stream`."""
     events = stream_fn(model, context, options)
-    if isawaitable(events):
+    if needs_await(events):
         events = await events
     return aiter(events)
 

@@ -41,6 +41,12 @@ class MessageQueue:
             return drained
         return [self._messages.popleft()]
 
+    def peek(self) -> list[AgentMessage]:
+        """What :meth:`drain` would return now, left in the queue."""
+        if not self._messages or self.mode == "all":
+            return list(self._messages)
+        return [self._messages[0]]
+
     def clear(self) -> None:
         self._messages.clear()
 

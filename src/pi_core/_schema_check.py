@@ -1,18 +1,17 @@
-"""Checking tool arguments with fastjsonschema: compiled checks and upstream's error text.
+"""Checking tool arguments with fastjsonschema: compiled checks, local references, the frame.
 
 A schema is compiled once into a check, shared by every equal schema, and never made to fetch a
-remote ``$ref``; both the coercion plans of :mod:`pi_core._validation` and the error translation
-here re-check sub-schemas through :func:`check_for`. When a check fails, :func:`issues_of` turns
-fastjsonschema's first error into upstream's error lines and :func:`error_text` into the text of
-the ``ToolArgumentsError``; numbers in them print as JavaScript prints them (:func:`js_number`,
-which coercion to ``string`` uses too).
+remote ``$ref``. Coercion (:mod:`pi_core._schema_coerce`) and the error lines
+(:mod:`pi_core._schema_explain`) re-check sub-schemas through :func:`passes_schema`.
+:func:`validation_failed_text` is the frame of a failed validation; numbers in texts print as
+JavaScript prints them (:func:`js_number`, which coercion to ``string`` uses too). Besides the
+formats fastjsonschema knows, ``uuid``, ``duration`` and ``url`` are checked.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any, Final
@@ -21,15 +20,18 @@ import fastjsonschema
 from fastjsonschema import JsonSchemaException, JsonSchemaValueException
 
 __all__ = [
+    "UNRESOLVED",
     "Check",
     "Issue",
     "check_for",
-    "error_text",
-    "issues_of",
     "js_number",
     "passes",
+    "passes_schema",
     "remember",
+    "resolve_ref",
+    "validation_failed_text",
     "with_definitions",
+    "without_dangling_refs",
 ]
 
 
@@ -51,7 +53,12 @@ def check_for(schema: Any) -> Check:
     key = json.dumps(schema, sort_keys=True, default=repr)
     check = _checks.get(key)
     if check is None:
-        check = fastjsonschema.compile(schema, handlers=_NO_REMOTE_REFS, use_default=False)
+        # The extra formats only where a format is named: with them, a check is a partial with
+        # keywords, which costs every call.
+        formats = _FORMATS if '"format"' in key else {}
+        check = fastjsonschema.compile(
+            schema, handlers=_NO_REMOTE_REFS, formats=formats, use_default=False
+        )
         remember(_checks, key, check)
     return check
 
@@ -60,6 +67,13 @@ def remember(cache: dict[Any, Any], key: Any, value: Any) -> None:
     if len(cache) >= _CACHE_SIZE:
         del cache[next(iter(cache))]  # oldest first: a bound, not a policy
     cache[key] = value
+
+
+_FORMATS: Final[dict[str, str]] = {
+    "uuid": r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
+    "duration": (r"^P(?!$)((\d+Y)?(\d+M)?(\d+W)?(\d+D)?)(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?$"),
+    "url": r"^(?:https?|wss?|ftp)://[^\s/$.?#][^\s]*$",
+}
 
 
 def _refuse_remote_ref(uri: str) -> Any:
@@ -88,6 +102,70 @@ def passes(check: Check, value: Any) -> bool:
     return True
 
 
+def passes_schema(schema: Any, root: Any, value: Any) -> bool | None:
+    """Whether ``value`` passes the sub-schema ``schema`` of ``root``; ``None`` when the
+    sub-schema cannot be compiled on its own."""
+    if schema is True or schema is False:
+        return schema
+    # Schemas live as long as their tools: identity is the cheap key; the entry keeps both
+    # objects alive, so their ids are not reused while it exists.
+    key = (id(schema), id(root))
+    entry = _sub_checks.get(key)
+    if entry is None or entry[0] is not schema or entry[1] is not root:
+        try:
+            check: Check | None = check_for(with_definitions(schema, root))
+        except JsonSchemaException:
+            check = None
+        entry = (schema, root, check)
+        remember(_sub_checks, key, entry)
+    return None if entry[2] is None else passes(entry[2], value)
+
+
+_sub_checks: dict[tuple[int, int], tuple[Any, Any, Check | None]] = {}
+
+
+def resolve_ref(ref: str, root: Any) -> Any:
+    """The target of a local ``$ref`` (``#``, ``#/$defs/X`` …) in ``root``; ``None`` for a
+    reference that names nothing here (a remote one, or a dangling pointer)."""
+    if not ref.startswith("#"):
+        return None
+    node = root
+    for token in ref[1:].split("/")[1:]:
+        key = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return None
+    return node
+
+
+UNRESOLVED: Final = "x-pi-core-unresolved-ref"
+"""Marks the node that replaced a ``$ref`` naming nothing; its value is the reference."""
+
+
+def without_dangling_refs(schema: Any) -> Any:
+    """``schema`` with every ``$ref`` that names nothing in it (a remote one, or a dangling
+    definition, as some MCP servers publish) replaced by a node no value passes: such a
+    reference rejects only the values at its place instead of the whole schema. The schema
+    itself when it has none."""
+
+    def patched(node: Any) -> Any:
+        if isinstance(node, list):
+            items = [patched(item) for item in node]
+            return node if all(a is b for a, b in zip(items, node, strict=True)) else items
+        if not isinstance(node, Mapping):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and resolve_ref(ref, schema) is None:
+            return {"not": {}, UNRESOLVED: ref}
+        members = {key: patched(value) for key, value in node.items()}
+        return node if all(members[key] is node[key] for key in node) else members
+
+    return patched(schema)
+
+
 # --- JavaScript-flavoured number text ------------------------------------------------------------
 
 
@@ -109,10 +187,11 @@ def js_number(number: float) -> str:
     return f"{mantissa}e{exponent[0]}{int(exponent[1:])}"
 
 
-# --- translating fastjsonschema's error into upstream's lines ------------------------------------
+# --- the frame of a failed validation -----------------------------------------------------------
 
 
-def error_text(tool_name: str, issues: list[Issue], args: Any) -> str:
+def validation_failed_text(tool_name: str, issues: list[Issue], args: Any) -> str:
+    """The text of a failed validation: one line per issue, then the arguments as received."""
     lines = "\n".join(f"  - {path or 'root'}: {message}" for path, message in issues)
     # ensure_ascii=False: JSON.stringify keeps non-ASCII text as it is, and so does the model.
     received = json.dumps(args, indent=2, ensure_ascii=False, default=repr)
@@ -120,171 +199,3 @@ def error_text(tool_name: str, issues: list[Issue], args: Any) -> str:
         f'Validation failed for tool "{tool_name}":\n'
         f"{lines or 'Unknown validation error'}\n\nReceived arguments:\n{received}"
     )
-
-
-_INDEX: Final = re.compile(r"\[(\d+)\]")
-
-
-def _relative_path(name: str | None) -> str:
-    """``data.items[0].x`` → ``items.0.x``; upstream also turns a ``/`` inside a key into ``.``."""
-    rest = (name or "data")[len("data") :]
-    rest = _INDEX.sub(r".\1", rest)
-    return rest[1:].replace("/", ".") if rest.startswith(".") else rest.replace("/", ".")
-
-
-def _join(base: str, tail: str) -> str:
-    return f"{base}.{tail}" if base and tail else base or tail
-
-
-def issues_of(exc: JsonSchemaValueException, root: Any, base: str) -> list[Issue]:
-    """Upstream's error lines for fastjsonschema's (first) error, at ``base`` + its path."""
-    path = _join(base, _relative_path(exc.name))
-    definition = exc.definition if isinstance(exc.definition, Mapping) else {}
-    special = _SPECIAL_RULES.get(exc.rule or "")
-    if special is not None:
-        return special(exc, definition, path, root)
-    message = _simple_message(exc, definition)
-    return [(path, message)]
-
-
-def _simple_message(exc: JsonSchemaValueException, definition: Mapping[str, Any]) -> str:
-    rule = exc.rule or ""
-    template = _MESSAGES.get(rule)
-    if template is not None:
-        return template(definition.get(rule), definition)
-    if exc.definition is False:
-        return "schema is false"
-    # A rule without an upstream wording: fastjsonschema's own message, minus its "data.x" prefix.
-    prefix = f"{exc.name} "
-    return exc.message[len(prefix) :] if exc.message.startswith(prefix) else exc.message
-
-
-def _type_message(expected: Any, _definition: Mapping[str, Any]) -> str:
-    if isinstance(expected, str):
-        return f"must be {expected}"
-    names = list(expected)
-    return f"must be {names[0]}" if len(names) == 1 else f"must be either {' or '.join(names)}"
-
-
-def _bound(inclusive: str, exclusive: str, flag: str) -> Callable[[Any, Mapping[str, Any]], str]:
-    # Draft 4 spells an exclusive bound as minimum + "exclusiveMinimum": true.
-    def message(limit: Any, definition: Mapping[str, Any]) -> str:
-        operator = exclusive if definition.get(flag) is True else inclusive
-        return f"must be {operator} {js_number(limit)}"
-
-    return message
-
-
-def _items_limit(items: Any, _definition: Mapping[str, Any]) -> str:
-    count = len(items) if isinstance(items, list) else 0
-    return f"must not have more than {count} items"
-
-
-_MESSAGES: Final[dict[str, Callable[[Any, Mapping[str, Any]], str]]] = {
-    "type": _type_message,
-    "minimum": _bound(">=", ">", "exclusiveMinimum"),
-    "maximum": _bound("<=", "<", "exclusiveMaximum"),
-    "exclusiveMinimum": lambda limit, _: f"must be > {js_number(limit)}",
-    "exclusiveMaximum": lambda limit, _: f"must be < {js_number(limit)}",
-    "multipleOf": lambda factor, _: f"must be multiple of {js_number(factor)}",
-    "minLength": lambda limit, _: f"must not have fewer than {limit} characters",
-    "maxLength": lambda limit, _: f"must not have more than {limit} characters",
-    "pattern": lambda pattern, _: f'must match pattern "{pattern}"',
-    "format": lambda name, _: f'must match format "{name}"',
-    "enum": lambda _values, _: "must be equal to one of the allowed values",
-    "const": lambda _value, _: "must be equal to constant",
-    "minItems": lambda limit, _: f"must not have fewer than {limit} items",
-    "maxItems": lambda limit, _: f"must not have more than {limit} items",
-    "uniqueItems": lambda _flag, _: "must not have duplicate items",
-    "items": _items_limit,
-    "contains": lambda _schema, _: "must contain at least 1 valid item",
-    "minProperties": lambda limit, _: f"must not have fewer than {limit} properties",
-    "maxProperties": lambda limit, _: f"must not have more than {limit} properties",
-    "not": lambda _schema, _: "must not be valid",
-}
-
-
-SpecialRule = Callable[[JsonSchemaValueException, Mapping[str, Any], str, Any], list[Issue]]
-
-
-def _required(
-    exc: JsonSchemaValueException, definition: Mapping[str, Any], path: str, _root: Any
-) -> list[Issue]:
-    value = exc.value if isinstance(exc.value, Mapping) else {}
-    missing = [str(key) for key in definition.get("required", ()) if key not in value]
-    # Upstream points at the first missing property and still names all of them.
-    where = _join(path, missing[0]) if missing else path
-    return [(where, f"must have required properties {', '.join(missing)}")]
-
-
-def _additional(
-    exc: JsonSchemaValueException, definition: Mapping[str, Any], path: str, _root: Any
-) -> list[Issue]:
-    known = definition.get("properties") or {}
-    patterns = list(definition.get("patternProperties") or {})
-    value = exc.value if isinstance(exc.value, Mapping) else {}
-    extra = [
-        str(key)
-        for key in value
-        if key not in known and not any(re.search(pattern, str(key)) for pattern in patterns)
-    ]
-    lines = [(_join(path, key), "schema is false") for key in extra]
-    return [*lines, (path, "must not have additional properties")]
-
-
-def _any_of(
-    exc: JsonSchemaValueException, definition: Mapping[str, Any], path: str, root: Any
-) -> list[Issue]:
-    # Upstream lists why each alternative failed before the anyOf line itself.
-    failures = _alternative_failures(exc.value, definition.get("anyOf") or [], path, root)
-    return [*failures, (path, "must match a schema in anyOf")]
-
-
-def _one_of(
-    exc: JsonSchemaValueException, definition: Mapping[str, Any], path: str, root: Any
-) -> list[Issue]:
-    alternatives = definition.get("oneOf") or []
-    failures = _alternative_failures(exc.value, alternatives, path, root)
-    # When several alternatives matched there is nothing to explain per alternative.
-    lines = failures if len(failures) >= len(alternatives) else []
-    return [*lines, (path, "must match exactly one schema in oneOf")]
-
-
-def _alternative_failures(value: Any, alternatives: list[Any], path: str, root: Any) -> list[Issue]:
-    lines: list[Issue] = []
-    for alternative in alternatives:
-        try:
-            check_for(with_definitions(alternative, root))(value)
-        except JsonSchemaValueException as exc:
-            lines.extend(issues_of(exc, root, path))
-    return lines
-
-
-def _property_names(
-    exc: JsonSchemaValueException, definition: Mapping[str, Any], path: str, root: Any
-) -> list[Issue]:
-    check = check_for(with_definitions(definition.get("propertyNames", True), root))
-    value = exc.value if isinstance(exc.value, Mapping) else {}
-    invalid = [str(key) for key in value if not passes(check, key)]
-    return [(path, f"property names {', '.join(invalid)} are invalid")]
-
-
-def _dependencies(
-    exc: JsonSchemaValueException, definition: Mapping[str, Any], path: str, _root: Any
-) -> list[Issue]:
-    value = exc.value if isinstance(exc.value, Mapping) else {}
-    for key, needed in (definition.get("dependencies") or {}).items():
-        if key in value and isinstance(needed, list) and any(n not in value for n in needed):
-            names = ", ".join(str(name) for name in needed)
-            return [(path, f"must have properties {names} when property {key} is present")]
-    return [(path, _simple_message(exc, {}))]
-
-
-_SPECIAL_RULES: Final[dict[str, SpecialRule]] = {
-    "required": _required,
-    "additionalProperties": _additional,
-    "anyOf": _any_of,
-    "oneOf": _one_of,
-    "propertyNames": _property_names,
-    "dependencies": _dependencies,
-}

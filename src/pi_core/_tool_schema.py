@@ -3,7 +3,8 @@
 Decisions, documented here once:
 
 * ``X | None`` and other unions of plain types become a ``type`` list (``["integer", "null"]``);
-  unions involving objects or arrays become ``anyOf``.
+  unions involving objects or arrays become ``anyOf``. A validated value is structured into the
+  first member whose schema it passes, as validation chose it.
 * Nested attrs classes, dataclasses and TypedDicts are inlined (no ``$ref``); a class that
   contains itself is refused.
 * ``Annotated[T, "text"]`` describes the value: the first string among its metadata becomes the
@@ -37,6 +38,8 @@ import typing_extensions
 from cattrs.strategies import configure_union_passthrough
 from typing_extensions import is_typeddict
 
+from ._schema_check import passes_schema
+
 __all__ = ["annotated_text", "converter", "describe", "parse_docstring", "schema_for"]
 
 Seen = tuple[type, ...]
@@ -55,8 +58,8 @@ def _parse_time(value: str, _type: Any) -> datetime.time:
     return datetime.time.fromisoformat(re.sub(r"[zZ]$", "+00:00", value))
 
 
-converter = cattrs.Converter()
-"""Structures validated arguments into the annotated types."""
+converter = cattrs.Converter(unstruct_collection_overrides={AbstractSet: list})
+"""Structures validated arguments into the annotated types, and unstructures returned values."""
 # Arguments were validated against the schema already, so a union of plain values can pass
 # through as it is instead of needing a disambiguation hook.
 configure_union_passthrough(str | int | float | bool | None, converter)
@@ -71,6 +74,18 @@ converter.register_structure_hook(
 )
 converter.register_structure_hook(uuid.UUID, lambda value, _type: uuid.UUID(value))
 converter.register_structure_hook(decimal.Decimal, lambda value, _type: decimal.Decimal(str(value)))
+
+# The way back, for the values a tool returns (see ``_tool_result.py``): the same shapes the
+# arguments arrive in, so a tool that takes a class and returns one shows the model one form.
+converter.register_unstructure_hook(datetime.datetime, datetime.datetime.isoformat)
+converter.register_unstructure_hook(datetime.date, datetime.date.isoformat)
+converter.register_unstructure_hook(datetime.time, datetime.time.isoformat)
+converter.register_unstructure_hook(datetime.timedelta, datetime.timedelta.total_seconds)
+converter.register_unstructure_hook(uuid.UUID, str)
+converter.register_unstructure_hook(decimal.Decimal, str)  # exact digits: a float would round
+converter.register_unstructure_hook_func(
+    lambda cls: isinstance(cls, type) and issubclass(cls, pathlib.PurePath), str
+)
 
 
 def _typeddict_hook(cls: type) -> Callable[[Any, Any], dict[str, Any]]:
@@ -359,6 +374,37 @@ def _as_json(value: Any) -> Any:
         return json.loads(json.dumps(value, allow_nan=False))
     except (TypeError, ValueError):
         return _NOT_JSON
+
+
+# --- unions: structured into the member the arguments were validated as ----------------------
+
+_PLAIN: Final = frozenset({str, int, float, bool, type(None)})
+
+
+def _is_structured_union(annotation: Any) -> bool:
+    """A union with a member that is more than a plain JSON value (a class, a list, a Literal)."""
+    origin = typing.get_origin(annotation)
+    if origin is not Union and origin is not types.UnionType:
+        return False
+    return not all(member in _PLAIN for member in typing.get_args(annotation))
+
+
+def _union_hook(union: Any) -> Callable[[Any, Any], Any]:
+    """Structure a value into the first member whose schema it passes: the member validation
+    accepted it as (its ``anyOf`` keeps a value the first accepting branch takes), so the two
+    steps never read one value two ways, and members cattrs could not tell apart are fine."""
+    members = [(member, schema_for(member, repr(union))) for member in typing.get_args(union)]
+
+    def structure(value: Any, _type: Any) -> Any:
+        for member, schema in members:
+            if passes_schema(schema, schema, value) is True:
+                return converter.structure(value, member)
+        raise ValueError(f"{value!r} is none of {union!r}")
+
+    return structure
+
+
+converter.register_structure_hook_factory(_is_structured_union, _union_hook)
 
 
 # --- Google-style docstrings ----------------------------------------------------------------------

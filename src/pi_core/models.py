@@ -26,7 +26,7 @@ from typing import Any
 from ._compat import ModelCompat
 from ._exceptions import PiCoreError
 from ._messages import Model, ModelCost
-from ._models_data import CATALOGUE_SOURCE, CATALOGUE_VERSION, ROWS
+from ._models_data import CATALOGUE_SOURCE, CATALOGUE_VERSION, PROVIDERS, ROWS
 
 __all__ = [
     "CATALOGUE_SOURCE",
@@ -46,7 +46,7 @@ class ModelNotFoundError(PiCoreError, LookupError):
 
 def get_providers() -> list[str]:
     """The providers of the catalogue, sorted (``"anthropic"``, ``"google"``, ``"openai"`` …)."""
-    return list(_index())
+    return list(PROVIDERS)
 
 
 def get_models(provider: str) -> list[Model]:
@@ -58,12 +58,19 @@ def get_models(provider: str) -> list[Model]:
     return [_build(row) for row in _rows_of(provider).values()]
 
 
-def get_model(provider: str, model_id: str) -> Model:
-    """The model ``model_id`` of ``provider``.
+def get_model(provider: str, model_id: str | None = None) -> Model:
+    """The model ``model_id`` of ``provider``; or, given one argument, the model of a name
+    ``"provider/id"`` (``get_model("openai/gpt-4o-mini")``, as ``pi-core --model`` and
+    ``Agent(model=...)`` take it: the provider is what comes before the first ``/``).
 
     Raises:
-        ModelNotFoundError: the catalogue has no such provider or no such model of it.
+        ModelNotFoundError: the catalogue has no such provider or no such model of it, or a name
+            has no ``/``; the message names the closest ones it has.
     """
+    if model_id is None:
+        provider, _, model_id = provider.partition("/")
+        if not model_id:
+            raise ModelNotFoundError(_not_a_name(provider))
     rows = _rows_of(provider)
     row = rows.get(model_id)
     if row is None:
@@ -71,6 +78,33 @@ def get_model(provider: str, model_id: str) -> Model:
             f"Unknown model {model_id!r} of provider {provider!r}{_suggest(model_id, rows)}"
         )
     return _build(row)
+
+
+_MAKERS = ("anthropic", "google", "openai")
+"""Providers that make the models they serve: their listing of a model is named first."""
+
+
+def _not_a_name(text: str) -> str:
+    """Why ``text`` is not a model name, with the names it may have meant (the maker's own
+    listing first, then the shortest)."""
+    import difflib  # only for the error message
+
+    message = f"A model name is provider/id (e.g. 'openai/gpt-4o-mini'), not {text!r}"
+    index = _index()
+    if text in index:
+        return f"{message}; {text!r} is a provider: get_models({text!r}) lists its models"
+    ids = {model_id for rows in index.values() for model_id in rows}
+    close = [text] if text in ids else difflib.get_close_matches(text, list(ids), n=1, cutoff=0.6)
+    names = sorted(
+        (
+            f"{provider}/{model_id}"
+            for model_id in close
+            for provider, rows in index.items()
+            if model_id in rows
+        ),
+        key=lambda name: (name.split("/")[0] not in _MAKERS, len(name), name),
+    )
+    return f"{message}; did you mean {', '.join(map(repr, names[:3]))}?" if names else message
 
 
 _KEY_VARIABLES = {
@@ -118,7 +152,7 @@ def _suggest(name: str, known: dict[str, Any]) -> str:
 @functools.cache
 def _index() -> dict[str, dict[str, tuple[Any, ...]]]:
     """Provider → model id → data row, parsed once."""
-    index: dict[str, dict[str, tuple[Any, ...]]] = {}
+    index: dict[str, dict[str, tuple[Any, ...]]] = {provider: {} for provider in PROVIDERS}
     for row in json.loads(ROWS):
         index.setdefault(row[0], {})[row[1]] = tuple(row)
     return index
@@ -148,12 +182,31 @@ def _make_model(row: tuple[Any, ...]) -> Model:
         base_url=base_url,
         reasoning=bool(reasoning),
         input=tuple(inputs),
-        cost=ModelCost(*map(float, cost)),
+        cost=_cost(cost, row[12] if len(row) > 12 else None),
         context_window=window,
         max_tokens=limit,
         headers=dict(headers) if headers else None,
         compat=_compat(row[11]),
+        **_rest(row[12] if len(row) > 12 else None),
     )
+
+
+def _rest(record: dict[str, Any] | None) -> dict[str, Any]:
+    """The Model fields of a row's last column (newer catalogues' fields)."""
+    if not record:
+        return {}
+    return {
+        "type": record.get("type"),
+        "thinking_level_map": record.get("thinkingLevelMap"),
+        "prompt_cache": record.get("promptCache"),
+        "input_limits": record.get("inputLimits"),
+    }
+
+
+def _cost(prices: list[float], record: dict[str, Any] | None) -> ModelCost:
+    tiers = (record or {}).get("costTiers")
+    input, output, cache_read, cache_write = map(float, prices)
+    return ModelCost(input, output, cache_read, cache_write, list(tiers) if tiers else None)
 
 
 def _compat(record: dict[str, Any] | None) -> ModelCompat | None:

@@ -15,6 +15,9 @@
   ``from_dict(to_dict(x), type(x)) == x`` holds for every data class, except for a context whose
   tools are :class:`AgentTool` objects: those come back as :class:`Tool`.
 
+A message, content block, usage or tool keeps the JSON keys it does not model in its ``extra``
+field and writes them back after its own, so that a newer writer's fields survive a round trip.
+
 Loading is lenient where JavaScript's numbers demand it (``0`` loads into a float field as
 ``0.0``, ``1.0`` into an int field as ``1``, ``null`` into a float field as NaN) and strict
 otherwise: a wrong kind of value is an error, never silently converted.
@@ -49,12 +52,13 @@ from ._messages import (
     AgentMessage,
     AssistantMessage,
     Message,
+    SystemMessage,
     Tool,
     ToolResultMessage,
     UserMessage,
 )
 from ._texts import clip
-from ._tools import AgentTool
+from ._tools import AgentTool, AgentToolResult
 
 __all__ = ["dumps", "from_dict", "loads", "register_message", "to_dict", "unregister_message"]
 
@@ -66,15 +70,28 @@ _StructureHook = Callable[[Any, Any], Any]
 # Upstream declares these `flag?: boolean` and sets them only when true; the other booleans
 # (`isError`, `reasoning`) are required there and always written.
 _OPTIONAL_FLAGS = frozenset({"redacted", "terminate"})
+# A tool's own result declares `isError?` too (the message's is required).
+_OPTIONAL_FLAGS_OF: dict[type[Any], frozenset[str]] = {AgentToolResult: frozenset({"is_error"})}
 
 # The class attributes that tag a class in JSON, in the order they are looked for.
 _TAG_KEYS = ("role", "type")
 
-# Upstream's proxy writes no functions of a tool, and `timeout` is pi_core's own.
-_AGENT_TOOL_DROPPED = ("execute", "prepare_arguments", "timeout")
+# The field of a data class that holds the JSON keys it does not model (see _messages._extra).
+_EXTRA = "extra"
+
+# Upstream's proxy writes no functions of a tool; the timeout, approval and replay settings are
+# pi_core's own.
+_AGENT_TOOL_DROPPED = (
+    "execute",
+    "prepare_arguments",
+    "timeout",
+    "requires_approval",
+    "replay",
+    "reconcile",
+)
 
 _BUILTIN_MESSAGES: dict[str, type[Any]] = {
-    cls.role: cls for cls in (UserMessage, AssistantMessage, ToolResultMessage)
+    cls.role: cls for cls in (SystemMessage, UserMessage, AssistantMessage, ToolResultMessage)
 }
 _custom_messages: dict[str, type[Any]] = {}
 
@@ -121,7 +138,9 @@ def from_dict(data: object, cls: object) -> Any:
             ``AssistantMessageEvent``), a registered custom message class, or a list of these.
 
     Returns:
-        The new object. Unknown keys are ignored; missing optional fields take their defaults.
+        The new object. Keys the class does not model are kept in its ``extra`` field and
+        written back by :func:`to_dict` (classes without one ignore them); missing optional
+        fields take their defaults.
         Free-form values (tool arguments, details, schemas) are taken over, not copied.
 
     Raises:
@@ -276,8 +295,9 @@ def _tag_of(cls: type[Any]) -> tuple[str, str] | None:
 def _field_overrides(cls: type[Any]) -> dict[str, Any]:
     """cattrs overrides of every field: its camelCase key, and left out when optional and unset."""
     overrides: dict[str, Any] = {}
+    flags = _OPTIONAL_FLAGS | _OPTIONAL_FLAGS_OF.get(cls, frozenset())
     for field in attrs.fields(cls):
-        optional = field.default is None or field.name in _OPTIONAL_FLAGS
+        optional = field.default is None or field.name in flags
         overrides[field.name] = override(
             rename=_camel(field.name), omit_if_default=True if optional else None
         )
@@ -301,7 +321,22 @@ def _unstructure_attrs(cls: type[Any], converter: cattrs.Converter) -> _Unstruct
         pseudo = fields[0].evolve(name=key, default=attrs.NOTHING, type=str, alias=key, init=True)
         fields.insert(0, pseudo)
         overrides[key] = override(rename=key)
-    return _make_unstructure_fn(fields, cls, converter, **overrides)
+    if _EXTRA not in overrides:
+        return _make_unstructure_fn(fields, cls, converter, **overrides)
+    overrides[_EXTRA] = override(omit=True)
+    generated = _make_unstructure_fn(fields, cls, converter, **overrides)
+
+    def unstructure(obj: Any) -> Any:
+        data = generated(obj)
+        extra = obj.extra
+        if extra:
+            # Written after the modelled keys; a modelled key always wins over a kept one.
+            for name, item in extra.items():
+                if name not in data:
+                    data[name] = _unstructure_any(item)
+        return data
+
+    return unstructure
 
 
 def _structure_attrs(cls: type[Any], converter: cattrs.Converter) -> _StructureHook:
@@ -311,15 +346,37 @@ def _structure_attrs(cls: type[Any], converter: cattrs.Converter) -> _StructureH
     if issubclass(cls, AgentContext):
         # Declared list[Any] so that a run can hold AgentTools; JSON gives back plain Tools.
         overrides["tools"] = override(rename="tools", struct_hook=_structure_tools)
+    keeps_extra = _EXTRA in overrides
+    if keeps_extra:
+        overrides[_EXTRA] = override(omit=True)
     generated = make_dict_structure_fn(cls, converter, **overrides)
+    if not keeps_extra:
 
-    def structure(data: Any, _: object) -> Any:
-        # Without this a string or list reaches the generated code and fails as a missing field.
+        def structure(data: Any, _: object) -> Any:
+            # Without this a string or list reaches the generated code and fails as a missing
+            # field.
+            if type(data) is not dict and not isinstance(data, Mapping):
+                raise ValueError(f"expected an object for {cls.__name__}, got {_preview(data)}")
+            return generated(data, cls)
+
+        return structure
+
+    known = frozenset(
+        [_camel(field.name) for field in attrs.fields(cls) if field.name != _EXTRA]
+        + [tag[0] for tag in [_tag_of(cls)] if tag is not None]
+    )
+
+    def structure_keeping_extra(data: Any, _: object) -> Any:
         if type(data) is not dict and not isinstance(data, Mapping):
             raise ValueError(f"expected an object for {cls.__name__}, got {_preview(data)}")
-        return generated(data, cls)
+        obj = generated(data, cls)
+        if not known.issuperset(data):
+            extra = {key: value for key, value in data.items() if key not in known}
+            if extra:
+                object.__setattr__(obj, _EXTRA, extra)  # frozen classes (Tool) too
+        return obj
 
-    return structure
+    return structure_keeping_extra
 
 
 def _unstructure_tool(_: Any, converter: cattrs.Converter) -> _UnstructureHook:

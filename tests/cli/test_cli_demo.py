@@ -17,6 +17,7 @@ from pi_core import (
     StreamOptions,
     TextContent,
     ThinkingContent,
+    Tool,
     ToolCall,
     ToolResultMessage,
     UserMessage,
@@ -52,6 +53,36 @@ def test_a_prompt_gets_thinking_text_and_parallel_tool_calls() -> None:
     assert calls["read_file"] == {"path": "README.md"}
     assert "now" in calls
     assert "list_dir" not in calls
+
+
+def test_a_prompt_about_mcp_calls_the_first_offered_tool_of_each_server() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "zone": {"type": "string", "description": "A zone (e.g., 'Asia/Tokyo')."},
+            "unit": {"type": "string", "enum": ["c", "f"]},
+            "count": {"type": ["integer", "null"]},
+            "verbose": {"type": "boolean", "default": True},
+            "optional": {"type": "string"},
+        },
+        "required": ["zone", "unit", "count", "verbose"],
+    }
+    tools = [Tool("b1", "", schema), Tool("a2", "", {"type": "object"}), Tool("c1", "", {})]
+    servers = [["gone", "b1", "b2"], ["a1", "a2"], ["c1"], []]
+    context = Context(None, [UserMessage("Try the mcp tools")], tools)
+    reply = demo_reply(context, StreamOptions(), 1, DemoModel().model, mcp_servers=servers)
+    calls = _calls(reply)
+    assert calls["b1"] == {"zone": "Asia/Tokyo", "unit": "c", "count": 1, "verbose": True}
+    assert calls["a2"] == {} and calls["c1"] == {}
+    assert not {"gone", "b2", "a1"} & set(calls)
+    plain = demo_reply(
+        Context(None, [UserMessage("hello")], tools),
+        StreamOptions(),
+        1,
+        DemoModel().model,
+        mcp_servers=servers,
+    )
+    assert set(_calls(plain)) == {"sleep", "calculate", "now"}
 
 
 def test_the_users_arithmetic_is_passed_as_written_even_when_it_cannot_be_computed() -> None:
@@ -162,7 +193,7 @@ def test_color_only_on_a_terminal_without_no_color(monkeypatch: pytest.MonkeyPat
 
 
 @pytest.mark.anyio
-async def test_the_first_interrupt_aborts_the_second_quits() -> None:
+async def test_the_first_interrupt_stops_the_second_aborts_the_third_quits() -> None:
     demo = DemoModel(tokens_per_second=None)
     agent = Agent(model=demo.model, stream_fn=demo.stream, tools=make_demo_tools("."))
     notes = io.StringIO()
@@ -179,7 +210,9 @@ async def test_the_first_interrupt_aborts_the_second_quits() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(agent.prompt, "sleep 30 seconds")
             await started.wait()
-            assert not watcher.interrupt()  # running: abort
+            assert not watcher.interrupt()  # running: stop after this step
+            assert not watcher.interrupt()  # stopping: abort
             assert watcher.interrupt()  # still closing out: quit
     assert agent.state.error_message == "Operation aborted"
+    assert "stopping after this step" in notes.getvalue()
     assert "aborting the run" in notes.getvalue()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import sys
 
 import anyio
@@ -33,7 +34,29 @@ def test_run_adds_the_tools_of_each_mcp_server() -> None:
     assert done.returncode == 0, done.stderr
     header = done.stdout.splitlines()[0]
     assert header.startswith(HEADER + ", echo, add, slow, ")
-    assert header.endswith(", get_current_time, convert_time")
+    assert header.endswith(", get_current_time, convert_time, research")
+    assert " answered: " not in done.stdout  # the prompt did not ask for the MCP tools
+
+
+def test_the_demo_model_calls_the_first_tool_of_each_server_when_asked_to() -> None:
+    # JSON lines: the demo does not pace them, and the report is read from the last event.
+    done = run_cli(
+        "run",
+        "--json",
+        "--mcp",
+        f"{sys.executable} {SERVER_SCRIPT}",
+        "--mcp",
+        f"{sys.executable} -m mcp_server_time --local-timezone UTC",
+        "Call the MCP tools, sleep 0",
+    )
+    assert done.returncode == 0, done.stderr
+    end = json.loads(done.stdout.splitlines()[-1])
+    assert end["type"] == "agent_end"
+    report = end["messages"][-1]["content"][-1]["text"].splitlines()
+    # Arguments made up from each schema: a plain string, and the example a description quotes.
+    assert "- echo answered: demo" in report
+    [time] = [line for line in report if line.startswith("- get_current_time answered: ")]
+    assert '"timezone": "America/New_York"' in time
 
 
 def test_a_server_that_cannot_start_is_a_usage_error() -> None:

@@ -31,7 +31,7 @@ def test_run_shows_the_demo_at_work(backend: str) -> None:
     assert done.returncode == 0, done.stderr
     out = done.stdout
     for expected in (
-        "pi-core · pi-demo (built-in demo model) · tools: calculate, read_file, list_dir, now, sleep",
+        "pi-core · pi-demo (built-in demo model) · tools: calculate, read_file, list_dir, now, sleep, research",
         "you: What is 2 + 3 * 4?",
         "[thinking] ",  # thinking is labelled, not dimmed, when stdout is not a terminal
         '→ sleep {"seconds": 0.3}',
@@ -107,7 +107,7 @@ def test_json_prints_one_event_per_line() -> None:
         (["run"], "the following arguments are required: PROMPT"),
         (["run", "   "], "the prompt is empty"),
         (["run", "--provider", "nope", "hi"], "invalid choice: 'nope'"),
-        (["run", "--thinking", "max", "hi"], "invalid choice: 'max'"),
+        (["run", "--thinking", "most", "hi"], "invalid choice: 'most'"),
         (["run", "--provider", "openai", "hi"], "--model is required with --provider openai"),
         (["run", "--provider", "anthropic", "--model", "m", "hi"], "ANTHROPIC_API_KEY is not set"),
         (
@@ -120,7 +120,11 @@ def test_json_prints_one_event_per_line() -> None:
             "did you mean 'claude-sonnet-4-5'",
         ),
         (["run", "--model", "anthropic/claude-sonnet-4-5", "hi"], "ANTHROPIC_API_KEY is not set"),
-        (["run", "--model", "gpt-4o", "hi"], "--model takes provider/id"),
+        (
+            ["run", "--model", "gpt-4o", "hi"],
+            "A model name is provider/id (e.g. 'openai/gpt-4o-mini'), not 'gpt-4o'; "
+            "did you mean 'openai/gpt-4o'",
+        ),
         (
             ["run", "--model", "amazon-bedrock/amazon.nova-pro-v1:0", "hi"],
             "no provider for api 'bedrock-converse-stream'",
@@ -136,14 +140,6 @@ def test_usage_errors_exit_2(args: list[str], message: str) -> None:
     assert done.stdout == ""
 
 
-@pytest.fixture
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port  # nothing listens there any more: connecting is refused at once
-
-
 def test_a_model_error_exits_1(closed_port: int) -> None:
     base_url = f"http://127.0.0.1:{closed_port}/v1"
     args = ("run", "--provider", "openai", "--model", "m", "--base-url", base_url, "hi")
@@ -155,9 +151,24 @@ def test_a_model_error_exits_1(closed_port: int) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_ctrl_c_aborts_the_run_with_a_close_out(backend: str) -> None:
+def test_ctrl_c_stops_the_run_after_its_step(backend: str) -> None:
+    with LiveCli("run", "--backend", backend, "What is 2+2? sleep 1.5 seconds") as cli:
+        cli.wait_for("→ now")  # the batch has started: sleep is running
+        cli.interrupt()
+        cli.wait_for("interrupted: stopping after this step (Ctrl-C again to abort the run)")
+        code = cli.finish()
+    out = cli.output
+    assert code == 0, out
+    assert "✓ sleep" in out  # the step finished ...
+    assert "done · 1 turn · 3 tool calls" in out  # ... and no request followed it
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_second_ctrl_c_aborts_the_run_with_a_close_out(backend: str) -> None:
     with LiveCli("run", "--backend", backend, "please sleep 30 seconds") as cli:
         cli.wait_for("→ now")  # the batch has started: sleep is running
+        cli.interrupt()
+        cli.wait_for("interrupted: stopping after this step")
         cli.interrupt()
         code = cli.finish()
     out = cli.output
@@ -170,6 +181,8 @@ def test_ctrl_c_aborts_the_run_with_a_close_out(backend: str) -> None:
 def test_ctrl_c_while_the_model_streams() -> None:
     with LiveCli("run", "please sleep 30 seconds") as cli:
         cli.wait_for("[thinking]")  # the first reply is streaming (for a few hundred ms more)
+        cli.interrupt()
+        cli.wait_for("interrupted: stopping")
         cli.interrupt()
         code = cli.finish()
     assert code == 130

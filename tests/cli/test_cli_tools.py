@@ -147,9 +147,10 @@ def _tools(root: Path) -> dict[str, AgentTool]:
     return {tool.name: tool for tool in make_demo_tools(root)}
 
 
-def _text(result: AgentToolResult | str) -> str:
+def _text(result: object) -> str:
     if isinstance(result, str):
         return result
+    assert isinstance(result, AgentToolResult)
     return " ".join(b.text for b in result.content if isinstance(b, TextContent))
 
 

@@ -65,6 +65,18 @@ def plan(messages: list[Any]) -> AssistantMessage:
     return scripted_reply(ANSWER)
 
 
+def mark_tool(directory: Path) -> AgentTool:
+    """A tool without parameters that counts its runs in ``directory`` as ``mark``."""
+
+    @tool
+    async def mark() -> str:
+        """Set a mark."""
+        count(directory, "mark")
+        return "marked"
+
+    return mark
+
+
 def counting_tools(directory: Path) -> list[AgentTool]:
     @tool
     async def mark(name: str) -> str:

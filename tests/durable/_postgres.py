@@ -125,6 +125,14 @@ class PostgresServer:
 
     def start(self) -> None:
         self.run("initdb", "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8")
+        self.resume()
+
+    def pause(self) -> None:
+        """Stop the server, keeping its data: an outage, until :meth:`resume`."""
+        self.run("pg_ctl", "stop", "-w", "-m", "fast", "-D", str(self.data))
+
+    def resume(self) -> None:
+        """Start the server on its data (again), on the same port."""
         settings = [
             "listen_addresses=127.0.0.1",
             f"port={self.port}",
@@ -139,7 +147,8 @@ class PostgresServer:
     def stop(self) -> None:
         """Stop the server at once (its data is thrown away) and delete its directory."""
         try:
-            self.run("pg_ctl", "stop", "-w", "-m", "immediate", "-D", str(self.data))
+            if (self.data / "postmaster.pid").exists():  # not when paused
+                self.run("pg_ctl", "stop", "-w", "-m", "immediate", "-D", str(self.data))
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
 

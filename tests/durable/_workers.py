@@ -9,20 +9,26 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
+
+import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 
 from _cli_process import TIMEOUT, LiveCli, run_cli
 
 from durable._counting_agents import STALL_ENV
+from pi_core.durable import DurableRuns
 
 __all__ = [
     "HERE",
     "READY",
     "TARGET",
+    "TIMEOUT",
     "LiveCli",
+    "client",
     "run_cli",
     "running_worker",
     "runs",
@@ -31,6 +37,8 @@ __all__ = [
     "wait_until",
     "worker_env",
 ]
+
+T = TypeVar("T")
 
 HERE = Path(__file__).resolve().parent
 TARGET = "durable._counting_agents:agents"
@@ -45,13 +53,19 @@ def worker_env(*, stall: bool = False) -> dict[str, str]:
 
 @contextlib.contextmanager
 def running_worker(
-    database_url: str, executor_id: str, *, stall: bool = False, concurrency: int = 25
+    database_url: str,
+    executor_id: str,
+    *,
+    stall: bool = False,
+    concurrency: int = 25,
+    target: str = TARGET,
 ) -> Iterator[LiveCli]:
-    """``pi-core worker`` serving the counting agents, ready; killed at the end if still alive."""
-    args = ["worker", TARGET, "--db", database_url]
+    """``pi-core worker`` serving ``target`` (the counting agents), ready; killed at the end if
+    still alive."""
+    args = ["worker", target, "--db", database_url]
     args += ["--executor-id", executor_id, "--concurrency", str(concurrency)]
     with LiveCli(*args, env=worker_env(stall=stall), merge_stderr=True) as worker:
-        worker.wait_for(READY)
+        worker.wait_for(f"serving {target}")
         yield worker
 
 
@@ -83,3 +97,14 @@ def stop(worker: LiveCli) -> None:
     worker.process.terminate()
     assert worker.finish() == 0, worker.output
     assert "stopped" in worker.output
+
+
+def client(database_url: str, call: Callable[[DurableRuns], Awaitable[T]]) -> T:
+    """``call`` with a client of ``database_url`` in this process (quicker than a command)."""
+
+    async def run() -> T:
+        async with DurableRuns(database_url) as runs:
+            with anyio.fail_after(TIMEOUT):
+                return await call(runs)
+
+    return anyio.run(run)

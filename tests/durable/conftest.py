@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -29,3 +30,12 @@ def postgres_server() -> Iterator[PostgresServer]:
 def postgres_url(postgres_server: PostgresServer) -> str:
     """The URL of a new, empty database on the session's server."""
     return postgres_server.create_database(f"pi_core_{next(_database_numbers)}")
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh database of each backend: a SQLite file, then a database on the Postgres server."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    url: str = request.getfixturevalue("postgres_url")
+    return url

@@ -9,6 +9,7 @@ them until killed.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -68,6 +69,7 @@ def counting_stream(directory: str) -> Any:
     def stream_fn(
         model: Model, context: Context, options: StreamOptions
     ) -> AsyncIterator[AssistantMessageEvent]:
+        # How many messages the request holds: the system message and the prompt at first.
         note(directory, "model_calls", str(len(context.messages)))
         return ScriptedStream([_reply(context)])(model, context, options)
 
@@ -162,6 +164,48 @@ def malformed(params: dict[str, Any]) -> AgentSpec:
     return AgentSpec(model=model, stream_fn=twice_started_stream)
 
 
+def _one_call_reply(context: Context) -> AssistantMessage:
+    """Calls the tool ``produce`` once, then says what it got."""
+    results = [m for m in context.messages if m.role == "toolResult"]
+    if not results:
+        return faux_assistant_message(
+            [faux_tool_call("produce", {}, id="call_1")], stop_reason="toolUse"
+        )
+    return faux_assistant_message(f"got {len(results)} result")
+
+
+def producing_tools(params: dict[str, Any]) -> list[AgentTool]:
+    """``produce`` returns what ``params["kind"]`` says: ``"text"`` of ``params["size"]``
+    characters (after waiting for the file ``release``, with ``"wait"``), or ``"lock"``, a
+    result whose details hold a lock, which no record can hold."""
+    directory = params["dir"]
+
+    async def produce(tool_call_id: str, args: Any, signal: Any, on_update: Any) -> Any:
+        note(directory, "tool_runs", tool_call_id)
+        if params.get("wait"):
+            release = Path(directory) / "release"
+            while not release.exists():  # noqa: ASYNC110  # no Event crosses processes
+                await anyio.sleep(0.02)
+        if params["kind"] == "lock":
+            return AgentToolResult([TextContent("locked")], {"lock": threading.Lock()})
+        return "x" * params["size"]
+
+    return [AgentTool("produce", "Produces a result.", SCHEMA, produce)]
+
+
+@agents.define("producer")
+def producer(params: dict[str, Any]) -> AgentSpec:
+    model = FauxProvider().get_model()
+    assert model is not None
+
+    def stream_fn(
+        model: Model, context: Context, options: StreamOptions
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        return ScriptedStream([_one_call_reply(context)])(model, context, options)
+
+    return AgentSpec(model=model, stream_fn=stream_fn, tools=producing_tools(params))
+
+
 @agents.define("broken")
 def broken(params: dict[str, Any]) -> AgentSpec:
     raise RuntimeError("no model configured")
@@ -192,9 +236,12 @@ async def run_in_process(name: str, params: dict[str, Any], prompt: str) -> list
 
 
 def without_timestamps(message: Any) -> Any:
-    """The message with its timestamp zeroed: what two runs at different times share."""
+    """The message with its timestamp zeroed and its duration cleared: what two runs at
+    different times share."""
     import attrs
 
+    if getattr(message, "duration_ms", None) is not None:
+        message = attrs.evolve(message, duration_ms=None)
     return attrs.evolve(message, timestamp=0)
 
 

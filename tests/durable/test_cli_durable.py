@@ -22,6 +22,7 @@ from durable._workers import (
     wait_until,
     worker_env,
 )
+from durable.durable_agents import lines
 from json_events import load_events
 from pi_core import AgentMessage, MessageEnd, TextContent, ToolExecutionEnd
 from pi_core.serialization import loads
@@ -88,3 +89,24 @@ def test_cancel_resume_and_abort_from_the_shell(tmp_path: Path) -> None:
     assert "✓ mark: mark a set" in followed.output
     assert "✗ slow: Operation aborted" in followed.output
     assert "aborted · 2 turns · 3 tool calls" in followed.output
+
+
+def test_a_cancelled_and_resumed_run_is_one_info_line_of_the_worker_log(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    database_url = postgres_url
+    args = ["worker", "durable.durable_agents:agents", "--db", database_url, "--executor-id", "w1"]
+    with LiveCli(*args, env=worker_env(), merge_stderr=True) as worker:
+        worker.wait_for("serving durable.durable_agents:agents")
+        params = json.dumps({"dir": str(tmp_path)})
+        run_id = runs(database_url, "start", "worker-test", "go", "--params", params).stdout.strip()
+        wait_until(lambda: "call-slow" in lines(tmp_path, "tool_runs"), "the slow tool to start")
+        assert runs(database_url, "cancel", run_id).returncode == 0
+        (tmp_path / "release").touch()  # the cancelled execution goes on to its next step
+        assert runs(database_url, "resume", run_id).returncode == 0
+        assert runs(database_url, "result", run_id).returncode == 0
+        stop(worker)
+    said = [line for line in worker.lines if run_id in line]
+    assert len(said) == 1, worker.output
+    assert f"INFO pi_core.durable: run {run_id} was resumed" in said[0]
+    assert "Traceback" not in worker.output and "ERROR" not in worker.output

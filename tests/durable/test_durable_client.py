@@ -16,7 +16,14 @@ from anyio.streams.text import TextReceiveStream
 
 from durable.durable_agents import lifecycle, lines, run_in_process, without_timestamps
 from durable.workers import WorkerProcess, wait_for_line, wait_until_steps_recorded
-from pi_core import AssistantMessage, TextContent, ToolResultMessage, UserMessage
+from pi_core import (
+    AssistantMessage,
+    SystemMessage,
+    TextContent,
+    ToolExecutionEnd,
+    ToolResultMessage,
+    UserMessage,
+)
 from pi_core.durable import (
     DurableError,
     DurableRuns,
@@ -65,6 +72,7 @@ async def test_a_run_streams_its_events_and_returns_its_messages(
         without_timestamps(e.message) for e in reference if e.type == "message_end"
     ]
     assert [type(message) for message in new] == [
+        SystemMessage,  # the spec's prompt and tools, recorded with the run
         UserMessage,
         AssistantMessage,
         ToolResultMessage,
@@ -73,6 +81,14 @@ async def test_a_run_streams_its_events_and_returns_its_messages(
         AssistantMessage,
     ]
     assert [event.message for event in events if event.type == "message_end"] == new
+    # The durations are recorded: every reply and every call that ran has one, and the event
+    # stream (written as the run went) says the same as the result (read back at its end).
+    timed = [m for m in new if isinstance(m, (AssistantMessage, ToolResultMessage))]
+    assert len(timed) == len(new) - 2  # all but the system message and the prompt
+    assert all(m.duration_ms is not None for m in timed)
+    ends = [event for event in events if isinstance(event, ToolExecutionEnd)]
+    results = {m.tool_call_id: m.duration_ms for m in new if isinstance(m, ToolResultMessage)}
+    assert {end.tool_call_id: end.duration_ms for end in ends} == results
     assert (status.run_id, status.agent, status.state, status.executor_id) == (
         run_id,
         "worker-test",
@@ -109,8 +125,8 @@ async def test_a_second_start_with_the_same_run_id_returns_the_first_run(
             )
             new = await runs.result(first)
     assert second == first
-    assert isinstance(new[0], UserMessage)
-    assert new[0].content == [TextContent("first")]
+    assert isinstance(new[1], UserMessage)
+    assert new[1].content == [TextContent("first")]
     assert (tmp_path / "model_calls").read_text().count("\n") == 2  # one run, two model calls
 
 
@@ -174,8 +190,8 @@ async def test_a_database_that_cannot_be_reached_is_named(tmp_path: Path) -> Non
         with pytest.raises(DurableError, match="missing/dir"):
             await runs.start("worker-test", "hello")
     postgres = "postgresql://user:secret@127.0.0.1:1/none"
-    async with DurableRuns(postgres) as runs:
-        with pytest.raises(DurableError, match=r"127\.0\.0\.1:1") as raised:
+    async with DurableRuns(postgres, unreachable_after=0.5) as runs:
+        with pytest.raises(DurableError, match=r"unreachable: .*127\.0\.0\.1:1") as raised:
             await runs.status("any")
     assert "secret" not in str(raised.value)
 
@@ -192,9 +208,9 @@ async def test_steering_and_a_follow_up_sent_mid_run_are_injected_at_the_poll_po
             (tmp_path / "release").touch()
             new = await runs.result(run_id)
     roles = [message.role for message in new]
-    assert roles == ["user", "assistant"] + ["toolResult"] * 3 + ["user", "assistant"] * 2
-    assert new[5].content == [TextContent("change course")]  # type: ignore[union-attr]
-    assert new[7].content == [TextContent("one more thing")]  # type: ignore[union-attr]
+    assert roles == ["system", "user", "assistant"] + ["toolResult"] * 3 + ["user", "assistant"] * 2
+    assert new[6].content == [TextContent("change course")]  # type: ignore[union-attr]
+    assert new[8].content == [TextContent("one more thing")]  # type: ignore[union-attr]
     assert new[-1].content == [TextContent("done after 3 results and 3 user messages")]  # type: ignore[union-attr]
 
 
@@ -219,9 +235,9 @@ async def test_a_soft_abort_closes_out_as_an_in_process_abort_does(
         ("call-slow", True, [TextContent("Operation aborted")]),
         ("call-b", False, [TextContent("call-b ok")]),
     ]
-    assert [message.role for message in new] == ["user", "assistant"] + ["toolResult"] * 3
+    assert [message.role for message in new] == ["system", "user", "assistant"] + ["toolResult"] * 3
     assert lifecycle(events)[-2:] == ["turn_end", "agent_end"]
-    assert lines(tmp_path, "model_calls") == ["1"]  # no model call after the abort
+    assert lines(tmp_path, "model_calls") == ["2"]  # no model call after the abort
 
 
 async def test_a_cancelled_run_stops_and_resume_finishes_it(
@@ -241,7 +257,7 @@ async def test_a_cancelled_run_stops_and_resume_finishes_it(
             new = await runs.result(run_id)
             assert (await runs.status(run_id)).state == "success"
     assert [message.role for message in new][-2:] == ["toolResult", "assistant"]
-    assert lines(tmp_path, "model_calls") == ["1", "5"]
+    assert lines(tmp_path, "model_calls") == ["2", "6"]
     assert lines(tmp_path, "tool_runs").count("call-a") == 1
 
 

@@ -36,7 +36,7 @@ async def test_a_killed_worker_restarted_with_its_executor_id_finishes_the_run(
                 await wait_for_line(work, "tool_runs", "call-slow")
                 await wait_until_steps_recorded(url, run_id, ["model", "tool fast", "tool fast"])
                 worker.kill()
-                assert lines(work, "model_calls") == ["1"]
+                assert lines(work, "model_calls") == ["2"]
                 assert sorted(lines(work, "tool_runs")) == ["call-a", "call-b", "call-slow"]
 
                 (work / "release").touch()
@@ -49,7 +49,7 @@ async def test_a_killed_worker_restarted_with_its_executor_id_finishes_the_run(
 
     assert status.state == "success"
     # The first reply and the fast calls ran once; the slow call, in flight, ran again.
-    assert lines(work, "model_calls") == ["1", "5"]
+    assert lines(work, "model_calls") == ["2", "6"]
     assert sorted(lines(work, "tool_runs")) == ["call-a", "call-b", "call-slow", "call-slow"]
 
     reference_dir = tmp_path / "reference"

@@ -31,7 +31,13 @@ def test_an_agent_spec_takes_model_stream_tools_and_prompt_by_position_and_optio
 
 @pytest.mark.parametrize(
     ("option", "value"),
-    [("tool_execution", "eager"), ("max_parallel_tools", 0), ("follow_up_mode", "some")],
+    [
+        ("tool_execution", "eager"),
+        ("max_parallel_tools", 0),
+        ("follow_up_mode", "some"),
+        ("approval_timeout", 0),
+        ("approval_timeout", -5.0),
+    ],
 )
 def test_an_agent_spec_refuses_bad_options(option: str, value: Any) -> None:
     with pytest.raises(ValueError, match=repr(value)):
@@ -60,3 +66,8 @@ def test_a_factory_must_return_an_agent_spec() -> None:
     agents.define("wrong")(lambda params: "not a spec")  # type: ignore[arg-type,return-value]
     with pytest.raises(DurableError, match="returned str, not an AgentSpec"):
         agents.build("wrong", {})
+
+
+def test_a_call_waits_for_a_decision_without_a_bound_unless_the_spec_gives_one() -> None:
+    assert spec().approval_timeout is None
+    assert spec(approval_timeout=3600).approval_timeout == 3600

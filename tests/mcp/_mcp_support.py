@@ -13,6 +13,7 @@ import anyio
 from pi_core.mcp import HttpServer, StdioServer
 
 SERVER_SCRIPT = str(Path(__file__).with_name("mcp_test_server.py"))
+HOSTILE_SCRIPT = str(Path(__file__).with_name("hostile_mcp_server.py"))
 DEADLINE = 60.0
 """Seconds any single wait may take before a test fails (a hang guard, not a pace)."""
 
@@ -20,6 +21,11 @@ DEADLINE = 60.0
 def stdio_server() -> StdioServer:
     """The test server as a child process speaking over its stdin and stdout."""
     return StdioServer(sys.executable, [SERVER_SCRIPT])
+
+
+def hostile_server(fault: str, size: int = 0) -> StdioServer:
+    """The misbehaving test server, whose ``hostile`` tool replies with ``fault``."""
+    return StdioServer(sys.executable, [HOSTILE_SCRIPT, fault, str(size)])
 
 
 @asynccontextmanager

@@ -96,6 +96,12 @@ def crash() -> str:
     os._exit(3)
 
 
+@server.tool(structured_output=False)
+def big(size: int) -> str:
+    """A text of ``size`` characters."""
+    return "x" * size
+
+
 async def _serve_http(fd: int) -> None:
     from hypercorn.asyncio import serve
     from hypercorn.config import Config

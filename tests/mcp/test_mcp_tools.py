@@ -189,6 +189,23 @@ async def test_a_server_that_dies_mid_call_fails_that_call_and_the_run_goes_on(
     assert again.state.messages[-1].content == [TextContent("done")]  # type: ignore[union-attr]
 
 
+async def test_a_result_larger_than_the_cap_is_an_error_result_saying_so(
+    server: StdioServer | HttpServer,
+) -> None:
+    with anyio.fail_after(DEADLINE):
+        async with mcp_tools(server, max_result_bytes=4000) as tools:
+            agent = agent_calling(("big", {"size": 5000}), ("big", {"size": 3000}), tools=tools)
+            await agent.prompt("go")
+    results = results_by_id(agent)
+    assert results["c0"].is_error
+    text = results["c0"].content[0].text  # type: ignore[union-attr]
+    # Over stdio the whole message is measured as it arrives, over HTTP the result's text.
+    assert text.startswith(f"MCP server {_name(server)} sent a result of ")
+    assert text.endswith(" bytes, more than max_result_bytes (4000)")
+    assert int(text.split(" sent a result of ")[1].split()[0]) >= 5000
+    assert results["c1"].content == [TextContent("x" * 3000)]
+
+
 def _name(server: StdioServer | HttpServer) -> str:
     if isinstance(server, HttpServer):
         return server.url

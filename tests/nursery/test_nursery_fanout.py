@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 import pytest
 from anyio.abc import TaskGroup
@@ -12,6 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pi_core.nursery import AbortController, ConcurrentTaskError, Job, Post, fan_out
+from pi_core.nursery._fanout import CHECKPOINT_EVERY
 
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup
@@ -580,3 +582,65 @@ async def test_a_signal_needs_an_aborted_result() -> None:
 
     with pytest.raises(TypeError, match="aborted"):
         await fan_out([quick], signal=AbortController().signal)
+
+
+async def test_a_large_fan_out_yields_while_it_spawns_and_an_abort_stops_the_rest() -> None:
+    # Spawning is synchronous work per job: thousands of them would hold the loop, and an
+    # abort from another task could land only once all had been spawned (and started).
+    count = 5000
+    started: list[int] = []
+    controller = AbortController()
+    first = anyio.Event()
+
+    def job(index: int) -> Job[str, int]:
+        async def run(post: Post[str]) -> int:
+            started.append(index)
+            first.set()
+            await anyio.sleep_forever()
+            raise AssertionError("not reached")
+
+        return run
+
+    async def abort_at_first_start(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+        task_status.started()
+        await first.wait()
+        controller.abort()
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(abort_at_first_start)
+            results = await fan_out(
+                [job(index) for index in range(count)],
+                signal=controller.signal,
+                aborted=lambda index: -1,
+            )
+    assert results == [-1] * count
+    assert 0 < len(started) <= 3 * CHECKPOINT_EVERY
+
+
+async def test_a_parent_handling_many_completions_yields_to_the_loop() -> None:
+    # Jobs that all finish in one turn of the event loop leave the parent many completions to
+    # handle in a row: it yields every CHECKPOINT_EVERY of them, so other tasks go on.
+    count = 1000
+    handled = 0
+    ticks_seen: list[int] = []
+
+    async def done(post: Post[str]) -> int:
+        return 1
+
+    async def on_complete(index: int, result: int) -> None:
+        nonlocal handled
+        handled += 1
+
+    async def ticker(*, task_status: anyio.abc.TaskStatus[None]) -> None:
+        task_status.started()
+        while handled < count:
+            ticks_seen.append(handled)
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(ticker)
+        await fan_out([done] * count, on_complete=on_complete)
+    # The ticker ran between completions, not only before the first and after the last (how
+    # often depends on the backend's scheduling: some jobs finish while others are spawned).
+    assert len({seen for seen in ticks_seen if 0 < seen < count}) >= count // CHECKPOINT_EVERY // 2

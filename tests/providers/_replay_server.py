@@ -74,10 +74,16 @@ class RecordedRequest:
     body: Any
 
 
-class ReplayServer:
-    """The ASGI app and what it saw; ``base_url`` is set once the server listens."""
+Rule = Callable[[Any], "Reply | None"]
+"""A server's rule on request bodies: the refusal it answers a body with, ``None`` to accept."""
 
-    def __init__(self, replies: list[Reply]) -> None:
+
+class ReplayServer:
+    """The ASGI app and what it saw; ``base_url`` is set once the server listens. A request that
+    breaks ``rule`` is answered with the rule's refusal and takes no scripted reply."""
+
+    def __init__(self, replies: list[Reply], rule: Rule | None = None) -> None:
+        self.rule = rule
         self.replies = list(replies)
         self.requests: list[RecordedRequest] = []
         self.disconnected = anyio.Event()
@@ -101,7 +107,11 @@ class ReplayServer:
         self.requests.append(
             RecordedRequest(scope["method"], scope["path"], headers, json.loads(body or b"null"))
         )
-        reply = self.replies.pop(0) if self.replies else Reply(500, [b"no reply scripted"])
+        refusal = self.rule(self.requests[-1].body) if self.rule is not None else None
+        if refusal is not None:
+            reply = refusal
+        else:
+            reply = self.replies.pop(0) if self.replies else Reply(500, [b"no reply scripted"])
         content_type = reply.content_type.encode()
         await send(
             {
@@ -135,12 +145,15 @@ async def _lifespan(receive: Receive, send: Send) -> None:
 
 
 @asynccontextmanager
-async def open_replay_server(replies: list[Reply], backend: str) -> AsyncIterator[ReplayServer]:
-    """Serve ``replies`` on 127.0.0.1 with hypercorn on ``backend`` ("asyncio" or "trio").
+async def open_replay_server(
+    replies: list[Reply], backend: str, rule: Rule | None = None
+) -> AsyncIterator[ReplayServer]:
+    """Serve ``replies`` on 127.0.0.1 with hypercorn on ``backend`` ("asyncio" or "trio"),
+    refusing the requests that break ``rule``.
 
     The socket listens before the server task starts, so a client may connect at once.
     """
-    server = ReplayServer(replies)
+    server = ReplayServer(replies, rule)
     async with serve_on_localhost(server, backend) as url:
         server.base_url = url
         yield server

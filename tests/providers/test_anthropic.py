@@ -9,6 +9,7 @@ and ``error``, with ``text_delta``, ``thinking_delta``, ``signature_delta`` and
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
@@ -47,6 +48,7 @@ from pi_core import (
     stream_simple,
 )
 from pi_core import _http as http
+from pi_core._registry import get_provider
 from pi_core.providers import anthropic
 from pi_core.testing import check_event_grammar
 
@@ -258,11 +260,12 @@ async def test_base_url_ending_in_v1() -> None:
     [("minimal", 1024), ("low", 2048), ("medium", 8192), ("high", 16384), ("xhigh", 32768)],
 )
 async def test_thinking_budget_per_level(level: ThinkingLevel, budget: int) -> None:
-    options = StreamOptions(api_key="k", reasoning=level, max_tokens=1000, temperature=0.7)
+    # The budget always leaves 1024 tokens for the answer.
+    options = StreamOptions(api_key="k", reasoning=level, max_tokens=1024, temperature=0.7)
     _, request = await run(TEXT_BODY, options=options)
     body = sent(request)
-    assert body["thinking"] == {"type": "enabled", "budget_tokens": budget}
-    assert body["max_tokens"] == 1000 + budget
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": budget, "display": "summarized"}
+    assert body["max_tokens"] == 1024 + budget
     assert "temperature" not in body  # the API refuses a temperature with thinking
 
 
@@ -272,8 +275,14 @@ def test_thinking_budget_overrides_and_caps() -> None:
     small = Model("c", reasoning=True, max_tokens=4000)
     assert anthropic.thinking_settings(small, StreamOptions(reasoning="medium")) == (4000, 2976)
     plain = Model("c", reasoning=False, max_tokens=50000)
-    assert anthropic.thinking_settings(plain, StreamOptions(reasoning="high")) == (32000, None)
-    assert anthropic.thinking_settings(MODEL, StreamOptions(reasoning="off")) == (32000, None)
+    # Without max_tokens a reply may take the model's whole output limit.
+    assert anthropic.thinking_settings(plain, StreamOptions(reasoning="high")) == (50000, None)
+    assert anthropic.thinking_settings(MODEL, StreamOptions(reasoning="off")) == (64000, None)
+    # ... as far as the context window leaves room for it after the input and a margin.
+    windowed = attrs.evolve(MODEL, context_window=70000)
+    context = Context(messages=[UserMessage("x" * 35000)])  # 10 000 tokens, as estimated
+    settings = anthropic.thinking_settings(windowed, StreamOptions(), context)
+    assert settings == (70000 - 10000 - 4096, None)
 
 
 async def test_transcript_conversion() -> None:
@@ -355,10 +364,7 @@ async def test_transcript_conversion() -> None:
         {"role": "user", "content": "Thanks"},
         {
             "role": "assistant",
-            "content": [
-                {"type": "text", "text": "Their thoughts."},
-                {"type": "text", "text": "Ok."},
-            ],
+            "content": [{"type": "text", "text": "Ok."}],  # another model's thinking is dropped
         },
         {"role": "user", "content": [{"type": "text", "text": "Bye", "cache_control": cache}]},
     ]
@@ -467,10 +473,30 @@ async def test_stop_reasons(wire: str, reason: str) -> None:
 async def test_refusal_is_an_error() -> None:
     events, _ = await run([message_start(), *text_block(0, "I can"), *message_end("refusal", 2)])
     assert isinstance(events[-1], StreamError)
-    assert (
-        events[-1].error.error_message == "The provider stopped the response (stop_reason: refusal)"
-    )
+    assert events[-1].error.error_message == "The model refused to complete the request"
     assert events[-1].error.content == [TextContent("I can")]
+
+
+async def test_a_refusal_with_an_explanation_and_other_failed_stops() -> None:
+    explained = event(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "refusal", "stop_details": {"explanation": "Not that."}},
+            "usage": {"output_tokens": 1},
+        }
+    )
+    stop = event({"type": "message_stop"})
+    events, _ = await run([message_start(), *text_block(0, "x"), explained, stop])
+    assert final_message(events).error_message == "Not that."
+    for reason, text in [
+        ("sensitive", "Provider stopped with: sensitive"),
+        ("brand_new", "Unhandled stop reason: brand_new"),
+    ]:
+        events, _ = await run([message_start(), *text_block(0, "x"), *message_end(reason, 2)])
+        assert (final_message(events).stop_reason, final_message(events).error_message) == (
+            "error",
+            text,
+        )
 
 
 async def test_error_event_mid_stream() -> None:
@@ -490,9 +516,10 @@ async def test_error_event_mid_stream() -> None:
 
 async def test_stream_without_an_end_is_an_error() -> None:
     events, _ = await run([message_start(), *text_block(0, "Hi")])
-    assert (
-        final_message(events).error_message == "The stream ended before the response was complete"
-    )
+    assert final_message(events).error_message == "Anthropic stream ended before message_stop"
+    unreasoned = [message_start(), *text_block(0, "Hi"), event({"type": "message_stop"})]
+    events, _ = await run(unreasoned)
+    assert final_message(events).error_message == "Anthropic stream ended without a stop reason"
 
 
 async def test_api_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -518,12 +545,7 @@ async def test_register_serves_stream_simple() -> None:
             anthropic.unregister()
     assert final_message(events).content == [TextContent("Hello!")]
     assert seen[0].headers["x-api-key"] == "sk-ant-test"  # the request went through ``client``
-    stream = stream_simple(MODEL, CONTEXT, OPTIONS)
-    assert not isinstance(stream, Awaitable)
-    assert final_message(await collect(stream)).error_message == (
-        "No API provider registered for api: anthropic-messages (call "
-        "pi_core.providers.anthropic.register() once at startup, or give the Agent a stream_fn)"
-    )
+    assert get_provider(anthropic.API) is None  # unregistered: the built-in provider serves it
 
 
 # --- against a real HTTP server ---------------------------------------------------------------
@@ -613,7 +635,11 @@ async def test_served_error_mid_stream(anyio_backend: str) -> None:
 async def test_served_connection_dropped_mid_body(anyio_backend: str) -> None:
     events = await stream_from([Reply(chunks=TEXT_BODY[:4], ending="drop")], anyio_backend)
     message = final_message(events)
-    assert message.error_message == "Connection error."  # never the HTTP stack's own text
+    # Never the HTTP stack's own text: what failed, and where.
+    assert re.fullmatch(
+        r"Connection error \(http://127\.0\.0\.1:\d+/v1/messages\): the server closed the connection or broke the HTTP protocol",
+        message.error_message or "",
+    )
     assert message.content == [TextContent("Hel")]
 
 
@@ -656,8 +682,13 @@ async def test_agent_loop_round_trip_keeps_thinking_signatures(anyio_backend: st
             )
         follow_up = server.requests[1].body
     check_event_grammar(events)
-    assert [message.role for message in new] == ["user", "assistant", "toolResult", "assistant"]
-    assert follow_up["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    roles = ["system", "user", "assistant", "toolResult", "assistant"]  # the tools declared first
+    assert [message.role for message in new] == roles
+    assert follow_up["thinking"] == {
+        "type": "enabled",
+        "budget_tokens": 2048,
+        "display": "summarized",
+    }
     assert follow_up["messages"][1:] == [
         {
             "role": "assistant",

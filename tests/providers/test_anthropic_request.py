@@ -11,12 +11,16 @@ from _replay_server import Reply, open_replay_server, sse_event
 from _stream_checks import collect, final_message
 
 from pi_core import Context, Model, ModelCompat, StreamOptions, Tool, UserMessage
+from pi_core.models import get_model
 from pi_core.providers import anthropic
 
 pytestmark = pytest.mark.anyio
 
 TOOLS = [Tool("a", "A.", {"type": "object"}), Tool("b", "B.", {"type": "object"})]
 CONTEXT = Context("Be brief.", [UserMessage("Hi")], TOOLS)
+
+
+ADAPTIVE = ModelCompat(force_adaptive_thinking=True)
 
 
 def claude(model_id: str = "claude-sonnet-4-5", **fields: Any) -> Model:
@@ -54,7 +58,7 @@ def test_budget_thinking_sends_the_interleaved_thinking_beta() -> None:
         claude(), StreamOptions(api_key="k", reasoning="low", temperature=0.3)
     )
     assert headers["anthropic-beta"] == "interleaved-thinking-2025-05-14"
-    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048, "display": "summarized"}
     assert "temperature" not in body and "output_config" not in body
 
 
@@ -75,29 +79,28 @@ def test_reasoning_off_disables_thinking(level: Any) -> None:
 )
 def test_adaptive_models_think_with_an_effort(level: Any, effort: str) -> None:
     options = StreamOptions(api_key="k", reasoning=level, max_tokens=4000)
-    headers, body = request_of(claude("claude-sonnet-4-6"), options)
+    headers, body = request_of(claude("claude-sonnet-4-6", compat=ADAPTIVE), options)
     assert body["thinking"] == {"type": "adaptive", "display": "summarized"}
     assert body["output_config"] == {"effort": effort}
     assert body["max_tokens"] == 4000  # no budget added
     assert "anthropic-beta" not in headers  # interleaved thinking is built in
 
 
-@pytest.mark.parametrize(
-    ("model_id", "adaptive"),
-    [
-        ("claude-sonnet-4-6", True),
-        ("claude-opus-4-6-20260101", True),
-        ("claude-opus-4.7", True),
-        ("claude-sonnet-5-0", True),
-        ("claude-sonnet-4-5-20250929", False),
-        ("claude-sonnet-4-20250514", False),
-        ("claude-opus-4-1-20250805", False),
-        ("claude-3-7-sonnet-latest", False),
-        ("claude-haiku-4-5", False),
-    ],
-)
-def test_which_models_think_adaptively(model_id: str, adaptive: bool) -> None:
-    assert anthropic.uses_adaptive_thinking(claude(model_id)) is adaptive
+def test_the_catalogue_says_which_models_think_adaptively() -> None:
+    # Read from the model's compat settings, not guessed from its id.
+    for model_id in ("claude-sonnet-4-6", "claude-opus-4-6", "claude-opus-4-7"):
+        assert anthropic.uses_adaptive_thinking(get_model("anthropic", model_id))
+    for model_id in ("claude-sonnet-4-5", "claude-haiku-4-5"):
+        assert not anthropic.uses_adaptive_thinking(get_model("anthropic", model_id))
+    assert not anthropic.uses_adaptive_thinking(claude("claude-sonnet-4-6"))  # by hand, unsaid
+    assert anthropic.uses_adaptive_thinking(claude("any", compat=ADAPTIVE))
+
+
+def test_temperature_is_left_out_for_models_that_refuse_it() -> None:
+    options = StreamOptions(api_key="k", temperature=0.3)
+    _, body = request_of(claude(compat=ModelCompat(supports_temperature=False)), options)
+    assert "temperature" not in body
+    assert request_of(claude(), options)[1]["temperature"] == 0.3
 
 
 def test_long_retention_follows_compat() -> None:
@@ -122,8 +125,8 @@ async def test_the_served_request_carries_the_beta_and_adaptive_settings(
         sse_event({"type": "message_stop"}),
     ]
     async with open_replay_server([Reply(200, ok), Reply(200, ok)], anyio_backend) as server:
-        for model_id in ("claude-sonnet-4-5", "claude-opus-4-6"):
-            model = claude(model_id, base_url=server.base_url)
+        for compat in (None, ADAPTIVE):
+            model = claude(base_url=server.base_url, compat=compat)
             options = StreamOptions(api_key="k", reasoning="high")
             assert final_message(await collect(anthropic.stream_anthropic(model, CONTEXT, options)))
         budget, adaptive = server.requests

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import random
@@ -36,7 +37,6 @@ from pi_core import (
     ToolCall,
     ToolCallDelta,
     ToolCallEnd,
-    ToolCallStart,
     ToolResultMessage,
     Usage,
     UserMessage,
@@ -445,37 +445,55 @@ async def test_event_sequence_of_every_block_kind() -> None:
     assert done.message.content == scripted.content
 
 
-async def test_partials_are_snapshots() -> None:
+async def contents_as_streamed(faux: FauxProvider) -> tuple[list[Any], list[Any]]:
+    """The events of one call, and a deep copy of each event's partial content when it came."""
+    events: list[Any] = []
+    contents: list[Any] = []
+    with anyio.fail_after(10):
+        async for event in faux.stream(first_model(faux), CONTEXT, StreamOptions()):
+            events.append(event)
+            if not isinstance(event, StreamDone | StreamError):
+                contents.append(copy.deepcopy(event.partial.content))
+    return events, contents
+
+
+async def test_the_partial_is_one_live_message_that_becomes_the_final_one() -> None:
     scripted = faux_assistant_message("abcdefghij", "length", "cut short")
-    events = await collect(faux_with(scripted, token_size=(1, 1)))
+    events, contents = await contents_as_streamed(faux_with(scripted, token_size=(1, 1)))
     assert types(events) == ["start", "text_start", *["text_delta"] * 3, "text_end", "done"]
     start = events[0]
     assert isinstance(start, StreamStart)
     final = final_message(events)
-    # The start partial is the final message without content: stop reason, usage, error included.
-    assert start.partial.content == []
-    assert (start.partial.stop_reason, start.partial.error_message) == ("length", "cut short")
-    assert start.partial.usage == final.usage
-    # Every event keeps the partial it was sent with, even after the stream moved on.
-    partials = [partial_of(event) for event in events[:-1]]
-    assert [partial.content for partial in partials[1:]] == [
+    # One message, as a provider's PartialMessage: every event carries it, and it is the final.
+    assert all(partial_of(event) is final for event in events[:-1])
+    # It started as the final message without content: stop reason, usage, error included.
+    assert contents[0] == []
+    assert (final.stop_reason, final.error_message) == ("length", "cut short")
+    # It grew as the reply streamed: what each event saw when it came.
+    assert contents[1:] == [
         [TextContent("")],
         [TextContent("abcd")],
         [TextContent("abcdefgh")],
         [TextContent("abcdefghij")],
         [TextContent("abcdefghij")],
     ]
-    assert all(partial is not final for partial in partials)
-    assert all(partial.content[0] is not final.content[0] for partial in partials[1:])
+    assert final.content == scripted.content
+    assert final is not scripted
 
 
-async def test_tool_call_partial_gets_its_arguments_at_the_end() -> None:
+async def test_tool_call_arguments_parse_as_they_stream() -> None:
     call = faux_tool_call("f", {"path": "/tmp/x"}, id="c")
-    events = await collect(faux_with(faux_assistant_message(call, "toolUse"), token_size=(1, 1)))
-    starts_and_deltas = [e for e in events if isinstance(e, ToolCallStart | ToolCallDelta)]
-    assert all(e.partial.content == [ToolCall("c", "f", {})] for e in starts_and_deltas)
+    faux = faux_with(faux_assistant_message(call, "toolUse"), token_size=(1, 1))
+    events, contents = await contents_as_streamed(faux)
+    deltas = ["toolcall_delta"] * 5
+    assert types(events) == ["start", "toolcall_start", *deltas, "toolcall_end", "done"]
+    assert "".join(e.delta for e in events if isinstance(e, ToolCallDelta)) == '{"path":"/tmp/x"}'
+    arguments = [content[0].arguments for content in contents[1:]]
+    # Chunks '{"pa', 'th":', '"/tm', 'p/x"', '}': an unfinished string shows as its prefix.
+    assert arguments == [{}, {}, {}, {"path": "/tm"}, *[{"path": "/tmp/x"}] * 3]
     end = events[-2]
     assert isinstance(end, ToolCallEnd)
+    assert end.tool_call == call
     assert end.partial.content == [call]
 
 
@@ -483,11 +501,11 @@ async def test_signatures_reach_the_partial_at_the_block_end() -> None:
     signed = faux_assistant_message(
         [ThinkingContent("secret", "sig-1", redacted=True), TextContent("hi", "sig-2")]
     )
-    events = await collect(faux_with(signed))
-    [thinking_delta] = [e for e in events if isinstance(e, ThinkingDelta)]
-    assert thinking_delta.partial.content == [ThinkingContent("secret", redacted=True)]
-    [text_end] = [e for e in events if isinstance(e, TextEnd)]
-    assert text_end.partial.content == signed.content
+    events, contents = await contents_as_streamed(faux_with(signed))
+    [delta_at] = [i for i, e in enumerate(events) if isinstance(e, ThinkingDelta)]
+    assert contents[delta_at] == [ThinkingContent("secret", redacted=True)]
+    [end_at] = [i for i, e in enumerate(events) if isinstance(e, TextEnd)]
+    assert contents[end_at] == signed.content
 
 
 async def test_empty_blocks_stream_one_empty_chunk() -> None:
@@ -816,16 +834,16 @@ RICH_CONTEXT = Context(
 # 16 + (2 + 9 + 1 + 19) + (2 + 12 + 1 + 2 + 1 + 11) + (2 + 14 + 2 + 5) + (2 + 6 + 68) = 175.
 RICH_PROMPT = (
     "system:Be brief."
+    '\ntool+:{"name":"add","description":"Add.","parameters":{"type":"object"}}'
     "\n\nuser:look\n[image:image/png:8]"
     '\n\nassistant:hm\nok\nadd:{"a":1}'
     "\n\ntoolResult:add\n2\ndone"
-    '\n\ntools:[{"name":"add","description":"Add.","parameters":{"type":"object"}}]'
 )
 
 
 async def test_context_serialization_matches_upstream() -> None:
     assert serialize_context(RICH_CONTEXT) == RICH_PROMPT
-    assert len(RICH_PROMPT) == 175
+    assert len(RICH_PROMPT) == 172
     assert serialize_context(Context()) == ""
 
 
@@ -833,9 +851,9 @@ async def test_usage_estimate() -> None:
     call = faux_tool_call("search", {"q": "cats"}, id="c")
     scripted = faux_assistant_message([faux_thinking("hmm"), faux_text("Here."), call], "toolUse")
     usage = final_message(await collect(faux_with(scripted), context=RICH_CONTEXT)).usage
-    # input: ceil(175 / 4) = 44. output: 'hmm\nHere.\nsearch:{"q":"cats"}' is 3 + 1 + 5 + 1 + 19 = 29
+    # input: ceil(172 / 4) = 43. output: 'hmm\nHere.\nsearch:{"q":"cats"}' is 3 + 1 + 5 + 1 + 19 = 29
     # characters -> 8 tokens.
-    assert usage == Usage(input=44, output=8, total_tokens=52)
+    assert usage == Usage(input=43, output=8, total_tokens=51)
     assert usage.cost.total == 0
 
 

@@ -31,6 +31,7 @@ from pi_core import (
     ThinkingLevel,
     Tool,
     ToolCall,
+    ToolCallDelta,
     ToolResultMessage,
     UserMessage,
     stream_simple,
@@ -154,7 +155,7 @@ async def test_request_url_headers_and_body() -> None:
     assert (request.headers["x-goog-api-key"], request.headers["x-call"]) == ("gm-test", "c")
     assert sent(request) == {
         "contents": [{"role": "user", "parts": [{"text": "Hi"}]}],
-        "systemInstruction": {"parts": [{"text": "Be brief."}]},
+        "systemInstruction": {"parts": [{"text": "Be brief."}], "role": "user"},
         "tools": [
             {
                 "functionDeclarations": [
@@ -278,8 +279,7 @@ async def test_another_models_turn_continues_here() -> None:
     context = Context(None, [UserMessage("Go"), foreign, UserMessage("Next")])
     _, request = await run(TEXT_BODY, context, model=GEMINI_3)
     model_turn, answers = sent(request)["contents"][1:3]
-    assert model_turn["parts"] == [
-        {"text": "Claude thinks."},
+    assert model_turn["parts"] == [  # Claude's thinking is dropped
         {"text": "Calling."},
         {"functionCall": {"name": "get_time", "args": {}}, "thoughtSignature": SKIP_SIGNATURE},
         {"functionCall": {"name": "get_time", "args": {"tz": "UTC"}}},
@@ -318,6 +318,10 @@ async def test_thinking_text_and_several_calls_in_one_chunk() -> None:
     )
     assert time_1.id == "t-1" and time_2.arguments == {"tz": "UTC"}
     assert len({weather.id, time_1.id, time_2.id}) == 3 and weather.id
+    # Each call's arguments arrive whole, as one delta of compact JSON (as JSON.stringify
+    # writes it, so a consumer sees what the TypeScript original shows).
+    deltas = [event.delta for event in events if isinstance(event, ToolCallDelta)]
+    assert deltas == ['{"city":"Paris"}', '{"tz":"Europe/Paris"}', '{"tz":"UTC"}']
     assert (reply.stop_reason, reply.response_id, reply.response_model) == (
         "toolUse",
         "r-1",
@@ -341,7 +345,7 @@ async def test_other_finish_reasons_are_named_errors_with_usage(reason: str) -> 
     events, _ = await run([chunk({"text": "Part"}), chunk(finish=reason, **usage(12, 3))])
     reply = final_message(events)
     assert kinds(events)[-1] == "error"
-    assert reply.error_message == f"The provider stopped the response (finishReason: {reason})"
+    assert reply.error_message == f"Provider stopped with: {reason}"
     assert (reply.usage.input, reply.content) == (12, [TextContent("Part")])
 
 
@@ -353,8 +357,7 @@ async def test_a_finish_message_is_part_of_the_error() -> None:
     ending = f"data: {json.dumps({'candidates': [candidate]})}\r\n\r\n".encode()
     reply = final_message((await run([ending]))[0])
     assert reply.error_message == (
-        "The provider stopped the response (finishReason: MALFORMED_FUNCTION_CALL): "
-        "Malformed function call: print("
+        "Provider stopped with: MALFORMED_FUNCTION_CALL: Malformed function call: print("
     )
 
 
@@ -382,7 +385,7 @@ async def test_a_stream_without_a_finish_reason_is_an_error() -> None:
     reply = final_message((await run([chunk({"text": "And then"})]))[0])
     assert (reply.stop_reason, reply.error_message) == (
         "error",
-        "The stream ended before the response was complete",
+        "Google stream ended without a finish reason",
     )
     assert reply.content == [TextContent("And then")]
 

@@ -8,11 +8,13 @@ llama.cpp and the error chunks of OpenRouter.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio
 import anyio.lowlevel
+import attrs
 import httpx
 import pytest
 from _replay_server import Reply, abort_after_first_text_delta, open_replay_server, sse_event
@@ -30,7 +32,9 @@ from pi_core import (
     Context,
     ImageContent,
     Model,
+    ModelCompat,
     ModelCost,
+    ProviderError,
     StreamDone,
     StreamError,
     StreamOptions,
@@ -46,6 +50,8 @@ from pi_core import (
     stream_simple,
 )
 from pi_core import _http as http
+from pi_core._registry import get_provider
+from pi_core.models import get_model
 from pi_core.providers import openai
 from pi_core.testing import check_event_grammar
 
@@ -169,7 +175,7 @@ async def test_request_url_headers_and_body() -> None:
     model = Model(
         "gpt-test",
         api="openai-completions",
-        provider="openai",
+        provider="custom",  # a server known by neither its name nor its address
         base_url="https://llm.example/v1/",
         reasoning=True,
         headers={"X-Model": "m"},
@@ -188,6 +194,7 @@ async def test_request_url_headers_and_body() -> None:
     assert str(request.url) == "https://llm.example/v1/chat/completions"
     assert request.headers["authorization"] == "Bearer sk-test"
     assert request.headers["content-type"] == "application/json"
+    assert request.headers["user-agent"].startswith("pi_core/")
     assert (request.headers["x-model"], request.headers["x-call"]) == ("m", "c")
     assert json.loads(request.content) == {
         "model": "gpt-test",
@@ -269,7 +276,7 @@ async def test_transcript_conversion() -> None:
                 {
                     "id": "call_1",
                     "type": "function",
-                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                    "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
                 },
                 {
                     "id": "call_2",
@@ -400,15 +407,27 @@ async def test_tool_calls_stream_partial_arguments() -> None:
     ]
 
 
-async def test_truncated_arguments_keep_only_complete_values() -> None:
-    lines = body(
-        chunk(tool_delta(0, id="c", name="run", args='{"n": 1, "cmd": "rm -rf /tm')),
-        chunk(finish="length"),
-    )
+async def test_truncated_arguments_are_none_with_an_error() -> None:
+    cut = '{"n": 1, "cmd": "rm -rf /tm'
+    lines = body(chunk(tool_delta(0, id="c", name="run", args=cut)), chunk(finish="length"))
     events, _ = await run(lines)
     assert isinstance(events[-1], StreamDone)
     assert events[-1].reason == "length"
-    assert final_message(events).content == [ToolCall("c", "run", {"n": 1})]
+    (call,) = final_message(events).content
+    assert isinstance(call, ToolCall) and call.arguments == {}  # no cut command reaches a tool
+    assert call.arguments_error is not None
+    assert call.arguments_error.endswith(f"\n\nReceived arguments:\n{cut}")
+
+
+async def test_arguments_that_are_no_object_are_an_error() -> None:
+    for text, reason in [("[1, 2]", "Tool arguments must be a JSON object"), ('{"v":x y}', "")]:
+        lines = body(
+            chunk(tool_delta(0, id="c", name="run", args=text)), chunk(finish="tool_calls")
+        )
+        (call,) = final_message((await run(lines))[0]).content
+        assert isinstance(call, ToolCall) and call.arguments == {}
+        assert call.arguments_error is not None and call.arguments_error.startswith(reason)
+        assert call.arguments_error.endswith(f"Received arguments:\n{text}")
 
 
 async def test_content_filter_is_an_error() -> None:
@@ -423,6 +442,24 @@ async def test_api_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
     _, request = await run(TEXT_BODY, options=StreamOptions())
     assert request.headers["authorization"] == "Bearer sk-env"
+
+
+async def test_a_catalogue_model_of_another_provider_reads_its_own_key_never_openais(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    groq = get_model("groq/llama-3.3-70b-versatile")
+    assert groq.api == "openai-completions"
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
+    monkeypatch.delenv("GROQ_API_KEY", raising=False)
+    with pytest.raises(ProviderError, match=r"^No API key for provider 'groq': .* GROQ_API_KEY$"):
+        await run(TEXT_BODY, options=StreamOptions(), model=groq)
+    monkeypatch.setenv("GROQ_API_KEY", "gsk-groq")
+    _, request = await run(TEXT_BODY, options=StreamOptions(), model=groq)
+    assert request.headers["authorization"] == "Bearer gsk-groq"
+    # A model described by hand keeps the api's own variable.
+    local = Model("llama3", api="openai-completions", provider="my-server")
+    _, request = await run(TEXT_BODY, options=StreamOptions(), model=local)
+    assert request.headers["authorization"] == "Bearer sk-openai"
 
 
 async def test_already_aborted_signal_sends_nothing() -> None:
@@ -462,9 +499,14 @@ async def test_malformed_data_keeps_the_partial_content() -> None:
 
 async def test_stream_without_an_end_is_an_error() -> None:
     events, _ = await run(body(chunk({"content": "Hi"}), done=False))
-    assert (
-        final_message(events).error_message == "The stream ended before the response was complete"
-    )
+    assert final_message(events).error_message == "Stream ended without finish_reason"
+    # [DONE] without a finish_reason is no better ...
+    events, _ = await run(body(chunk({"content": "Hi"})))
+    assert final_message(events).error_message == "Stream ended without finish_reason"
+    # ... unless the model's server is known to send none.
+    silent = attrs.evolve(MODEL, compat=ModelCompat(supports_finish_reason=False))
+    events, _ = await run(body(chunk({"content": "Hi"})), model=silent)
+    assert (final_message(events).stop_reason, kinds(events)[-1]) == ("stop", "done")
 
 
 async def test_error_chunk_mid_stream() -> None:
@@ -514,12 +556,7 @@ async def test_register_serves_stream_simple() -> None:
         finally:
             openai.unregister()
     assert final_message(events).content == [TextContent("Hello!")]
-    stream = stream_simple(MODEL, CONTEXT, OPTIONS)
-    assert not isinstance(stream, Awaitable)
-    assert final_message(await collect(stream)).error_message == (
-        "No API provider registered for api: openai-completions (call "
-        "pi_core.providers.openai.register() once at startup, or give the Agent a stream_fn)"
-    )
+    assert get_provider(openai.API) is None  # unregistered: the built-in provider serves it
 
 
 # --- against a real HTTP server ---------------------------------------------------------------
@@ -603,7 +640,11 @@ async def test_served_connection_dropped_mid_body(anyio_backend: str) -> None:
     events = await stream_from([Reply(chunks=TEXT_BODY[:2], ending="drop")], anyio_backend)
     message = final_message(events)
     assert message.stop_reason == "error"
-    assert message.error_message == "Connection error."  # never the HTTP stack's own text
+    # Never the HTTP stack's own text: what failed, and where.
+    assert re.fullmatch(
+        r"Connection error \(http://127\.0\.0\.1:\d+/v1/chat/completions\): the server closed the connection or broke the HTTP protocol",
+        message.error_message or "",
+    )
     assert message.content == [TextContent("Hel")]
 
 
@@ -643,7 +684,8 @@ async def test_agent_loop_round_trip_through_a_served_model(anyio_backend: str) 
             )
         follow_up = server.requests[1].body["messages"]
     check_event_grammar(events)
-    assert [message.role for message in new] == ["user", "assistant", "toolResult", "assistant"]
+    roles = ["system", "user", "assistant", "toolResult", "assistant"]  # the tools declared first
+    assert [message.role for message in new] == roles
     assert follow_up[2:] == [
         {
             "role": "assistant",
@@ -652,7 +694,7 @@ async def test_agent_loop_round_trip_through_a_served_model(anyio_backend: str) 
                 {
                     "id": "call_1",
                     "type": "function",
-                    "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'},
+                    "function": {"name": "add", "arguments": '{"a":2,"b":3}'},
                 }
             ],
         },

@@ -72,7 +72,7 @@ def tool_round(call_id: str = "call_1") -> list[Message]:
         (
             "https://api.openai.com/v1",
             {"supports_store": True, "supports_developer_role": True,
-             "max_tokens_field": "max_completion_tokens", "supports_strict_mode": True},
+             "max_tokens_field": "max_completion_tokens", "supports_strict_mode": False},
         ),
         (
             "https://api.deepseek.com/v1",
@@ -81,7 +81,8 @@ def tool_round(call_id: str = "call_1") -> list[Message]:
         ),
         ("https://openrouter.ai/api/v1", {"thinking_format": "openrouter", "cache_control_format": None}),
         ("http://localhost:8000/v1", {"supports_store": False, "max_tokens_field": "max_tokens",
-                                      "supports_strict_mode": False, "thinking_format": "openai"}),
+                                      "supports_strict_mode": False, "thinking_format": "openai",
+                                      "requires_non_null_assistant_content": True}),
         ("http://127.0.0.1:11434/v1", {"supports_developer_role": False, "supports_reasoning_effort": True}),
         ("http://10.0.0.5:8080/v1", {"supports_store": False, "supports_long_cache_retention": False}),
         ("https://api.x.ai/v1", {"supports_reasoning_effort": False, "supports_store": False}),
@@ -93,7 +94,10 @@ def test_detection_by_base_url(base_url: str, expected: dict[str, Any]) -> None:
     assert {name: getattr(resolved, name) for name in expected} == expected
     # every field is decided once resolved, except the optional markers and routings
     optional = {"cache_control_format", "open_router_routing", "vercel_gateway_routing",
-                "send_session_id_header", "supports_eager_tool_input_streaming"}  # fmt: skip
+                "send_session_id_header", "supports_eager_tool_input_streaming",
+                "supports_max_output_tokens", "supports_mid_convo_system_messages",
+                "supports_temperature", "force_adaptive_thinking",
+                "supports_strict_tools", "extra"}  # fmt: skip
     assert all(
         getattr(resolved, f.name) is not None
         for f in attrs.fields(ModelCompat)
@@ -144,14 +148,25 @@ def test_local_server_gets_the_plain_dialect() -> None:
     assert body["reasoning_effort"] == "high"
 
 
-def test_official_api_gets_developer_role_store_and_strict() -> None:
+def test_official_api_gets_developer_role_and_store_but_no_strict_false() -> None:
     reasoner = model("https://api.openai.com/v1", reasoning=True)
     options = StreamOptions(api_key="k", max_tokens=100, session_id="s1")
     _, body = request_of(reasoner, Context("sys", [UserMessage("Hi")], [TOOL]), options)
     assert body["messages"][0]["role"] == "developer"
     assert (body["store"], body["max_completion_tokens"]) == (False, 100)
-    assert body["tools"][0]["function"]["strict"] is False
+    assert "strict" not in body["tools"][0]["function"]  # off when left out
     assert body["prompt_cache_key"] == "s1"
+
+
+@pytest.mark.parametrize(
+    ("base_url", "provider"),
+    [("https://openrouter.ai/api/v1", "openrouter"), ("http://127.0.0.1:9/v1", "groq")],
+)
+def test_only_openai_gets_the_developer_role(base_url: str, provider: str) -> None:
+    reasoner = attrs.evolve(model(base_url, reasoning=True), provider=provider)
+    _, body = request_of(reasoner, Context("sys", [UserMessage("Hi")]), StreamOptions(api_key="k"))
+    assert body["messages"][0] == {"role": "system", "content": "sys"}
+    assert body["store"] is False  # a hosted service known by its name, wherever it is served
 
 
 def test_deepseek_thinking_switch_and_reasoning_content_on_replayed_messages() -> None:

@@ -15,6 +15,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
+import anyio
 import attrs
 import httpx
 import pytest
@@ -23,6 +24,7 @@ from _stream_checks import collect, final_message, kinds
 
 from pi_core import (
     AbortSignal,
+    Agent,
     AssistantMessage,
     AssistantMessageEvent,
     Context,
@@ -234,7 +236,6 @@ async def test_request_url_headers_and_body() -> None:
                 "name": "echo",
                 "description": "Echo it.",
                 "parameters": {"type": "object"},
-                "strict": False,
             }
         ],
         "include": ["reasoning.encrypted_content"],
@@ -253,21 +254,28 @@ async def test_a_model_without_reasoning_gets_a_system_message_and_no_reasoning(
     assert body["prompt_cache_retention"] == "24h"
 
 
+@pytest.mark.parametrize("level", [None, "off"])
+async def test_a_request_without_reasoning_asks_for_no_encrypted_reasoning(level: Any) -> None:
+    _, request = await run(TEXT_BODY, options=StreamOptions(api_key="k", reasoning=level))
+    body = sent(request)
+    assert "include" not in body and "reasoning" not in body
+
+
 async def test_session_headers_and_compat_settings() -> None:
     options = StreamOptions(api_key="k", session_id="s-1", cache_retention="long")
     _, request = await run(TEXT_BODY, options=options)
-    assert (request.headers["session_id"], request.headers["x-client-request-id"]) == ("s-1", "s-1")
+    assert (request.headers["session-id"], request.headers["x-client-request-id"]) == ("s-1", "s-1")
     assert sent(request)["prompt_cache_retention"] == "24h"
     compat = ModelCompat(send_session_id_header=False, supports_long_cache_retention=False)
     _, request = await run(TEXT_BODY, options=options, model=attrs.evolve(MODEL, compat=compat))
-    assert "session_id" not in request.headers and request.headers["x-client-request-id"] == "s-1"
+    assert "session-id" not in request.headers and request.headers["x-client-request-id"] == "s-1"
     assert "prompt_cache_retention" not in sent(request)
 
 
 async def test_no_cache_key_when_caching_is_off() -> None:
     options = StreamOptions(api_key="k", session_id="s", cache_retention="none")
     _, request = await run(TEXT_BODY, options=options)
-    assert "prompt_cache_key" not in sent(request) and "session_id" not in request.headers
+    assert "prompt_cache_key" not in sent(request) and "session-id" not in request.headers
 
 
 async def test_the_reply_goes_back_as_the_items_it_came_from() -> None:
@@ -327,8 +335,9 @@ async def test_another_models_turn_continues_here() -> None:
     _, request = await run(TEXT_BODY, context)
     items = sent(request)["input"][1:-1]
     texts = [item for item in items if item.get("type") == "message"]
-    assert [item["content"][0]["text"] for item in texts] == ["Thinking in Claude.", "One.", "Two."]
-    assert len({item["id"] for item in texts}) == 3  # never one id for two items
+    # Claude's thinking is dropped, its texts are items of their own
+    assert [item["content"][0]["text"] for item in texts] == ["One.", "Two."]
+    assert len({item["id"] for item in texts}) == 2  # never one id for two items
     calls = [item for item in items if item.get("type") == "function_call"]
     assert [(call["call_id"], "id" in call) for call in calls] == [
         ("toolu_01_x", False),
@@ -460,7 +469,7 @@ async def test_incomplete_for_content_filter_is_an_error_with_usage() -> None:
     events, _ = await run([created(), ending])
     reply = final_message(events)
     assert (reply.stop_reason, reply.usage.input) == ("error", 30)
-    assert reply.error_message == "The provider stopped the response (incomplete: content_filter)"
+    assert reply.error_message == "Response incomplete: content_filter"
 
 
 async def test_failed_response_names_the_error_and_keeps_usage_and_content() -> None:
@@ -487,7 +496,7 @@ async def test_error_event_mid_stream() -> None:
 async def test_a_stream_without_its_ending_is_an_error() -> None:
     events, _ = await run([created(), *message(0, "All done?")])
     reply = final_message(events)
-    assert reply.error_message == "The stream ended before the response was complete"
+    assert reply.error_message == "OpenAI Responses stream ended before a terminal response event"
     assert reply.content == [TextContent("All done?", '{"v":1,"id":"msg_1"}')]
 
 
@@ -587,3 +596,15 @@ async def test_served_overload_is_retried(
         assert len(server.requests) == 2
     assert kinds(events)[0] == "start" and final_message(events).stop_reason == "stop"
     assert len(waits) == 1
+
+
+async def test_an_agent_given_a_model_name_streams_from_it(anyio_backend: str) -> None:
+    agent = Agent(model="openai/gpt-4o-mini", options=OPTIONS)
+    assert (agent.model.api, agent.model.id) == ("openai-responses", "gpt-4o-mini")
+    async with open_replay_server([Reply(chunks=TEXT_BODY)], anyio_backend) as server:
+        agent.model = attrs.evolve(agent.model, base_url=server.base_url)
+        with anyio.fail_after(10):
+            result = await agent.prompt("Weather in Paris?")
+        assert server.requests[0].body["model"] == "gpt-4o-mini"
+    assert result.error_message is None
+    assert result.text == "Grüße aus Paris 👋"

@@ -222,7 +222,9 @@ async def test_connection_errors_end_in_a_plain_error_after_the_retries(waits: W
             openai.stream_openai(openai_model(url), CONTEXT, StreamOptions(api_key="k"))
         )
     assert kinds(events) == ["error"] and len(seen) == 3
-    assert final_message(events).error_message == "Connection error."
+    assert final_message(events).error_message == (
+        f"Connection error ({openai_model(url).base_url}/chat/completions): the server closed the connection or broke the HTTP protocol"
+    )
 
 
 # --- abort and deadline during the wait ------------------------------------------------------------

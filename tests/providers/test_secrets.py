@@ -1,5 +1,5 @@
 """API keys never leak into error texts: whitespace around a key is stripped, and a failure of
-the HTTP stack (whose texts can quote a header) reads ``Connection error.`` (through the proxy
+the HTTP stack (whose texts can quote a header) reads ``Connection error (<url>): <cause>`` (through the proxy
 server too: tests/proxy/test_proxy_provider_secrets.py)."""
 
 from __future__ import annotations
@@ -51,5 +51,7 @@ async def test_a_header_the_http_stack_refuses_is_a_connection_error(anyio_backe
         events = await collect(openai.stream_openai(model(server.base_url), CONTEXT, options))
         assert server.requests == []
     message = final_message(events)
-    assert message.error_message == "Connection error."
+    assert message.error_message == (
+        f"Connection error ({server.base_url}/v1/chat/completions): a request header is not valid HTTP (such as a value with a line break)"
+    )
     assert SECRET[8:] not in repr(message)

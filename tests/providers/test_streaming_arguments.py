@@ -111,3 +111,22 @@ def test_small_arguments_are_read_after_every_fragment(path: str) -> None:
         expected = parse(received, previous) if parser == "parse_partial_json" else parse(received)
         assert arguments == expected
         previous = arguments
+
+
+@pytest.mark.parametrize(
+    ("received", "expected"),
+    [
+        ('{"cmd": "a\tb', {"cmd": "a\tb"}),  # a raw tab, which strict JSON refuses
+        ('{"path": "C:\\dir', {"path": "C:\\dir"}),  # an invalid escape stays literal text
+        ('{"line": "one\ntwo", "n": 1', {"line": "one\ntwo", "n": 1}),
+    ],
+)
+def test_arguments_that_are_not_quite_json_show_while_they_stream(
+    received: str, expected: dict[str, Any]
+) -> None:
+    seen: list[dict[str, Any]] = []
+    partial = PartialMessage(MODEL)
+    index = partial.begin_tool_call("c1", "run").content_index
+    partial.add_tool_json(index, received)
+    seen.append(partial.tool_call(index).arguments)
+    assert seen == [expected]

@@ -1,6 +1,6 @@
-"""Transcripts interchange with the TypeScript Pi: pi-ai 0.73.1's own Responses and Gemini
-providers, run under Node against the same recorded streams, build the same messages as ours,
-and continue a transcript that we wrote with the same request as ours.
+"""Transcripts interchange with the TypeScript Pi: pi-ai's own Responses and Gemini providers, of
+1.6.0 and of 0.73.1, run under Node against the same recorded streams, build the same messages as
+ours, and continue a transcript that we wrote with the same request as ours.
 
 The Node side is ``tests/proxy/interop/provider.mjs``; the tests skip (saying why) without
 node >= 20 and npm (see tests/node_interop.py).
@@ -21,7 +21,7 @@ import test_openai_responses
 from _replay_server import Reply, open_replay_server
 from _stream_checks import collect, final_message
 
-from node_interop import INTEROP, NODE_DEADLINE
+from node_interop import INTEROP, NODE_DEADLINE, VERSIONS
 from pi_core import (
     AssistantMessage,
     Context,
@@ -51,14 +51,16 @@ CASES: dict[str, Case] = {
 CONTEXT = Context("Be brief.", [UserMessage("Weather in Paris?", timestamp=1)])
 
 
-async def ts_reply(node: str, model: Model, context: Context, scratch: Path) -> AssistantMessage:
-    """pi-ai's reply for ``model`` and ``context`` (both handed over as our JSON)."""
+async def ts_reply(
+    node: str, pi: str, model: Model, context: Context, scratch: Path
+) -> AssistantMessage:
+    """pi-ai ``pi``'s reply for ``model`` and ``context`` (both handed over as our JSON)."""
     request = scratch / "input.json"
     payload = {"model": serialization.to_dict(model), "context": serialization.to_dict(context)}
     request.write_text(json.dumps(payload))
     with anyio.fail_after(NODE_DEADLINE):
         done = await anyio.run_process(
-            [node, "provider.mjs", str(request)], cwd=INTEROP, check=False
+            [node, "provider.mjs", pi, str(request)], cwd=INTEROP, check=False
         )
     assert done.returncode == 0, done.stderr.decode()
     line = done.stdout.decode().strip().splitlines()[-1]
@@ -84,9 +86,10 @@ def answers(reply: AssistantMessage) -> list[Message]:
     ]
 
 
+@pytest.mark.parametrize("pi", VERSIONS)
 @pytest.mark.parametrize("case", sorted(CASES))
 async def test_the_same_stream_makes_the_same_message_and_the_same_next_request(
-    node: str, anyio_backend: str, tmp_path: Path, case: str
+    node: str, anyio_backend: str, tmp_path: Path, case: str, pi: str
 ) -> None:
     model, body, stream_fn, field = CASES[case]
     replies = [Reply(chunks=body) for _ in range(4)]
@@ -94,7 +97,7 @@ async def test_the_same_stream_makes_the_same_message_and_the_same_next_request(
         served = attrs.evolve(model, base_url=server.base_url)
         options = StreamOptions(api_key="k")
         ours = final_message(await collect(stream_fn(served, CONTEXT, options)))
-        theirs = await ts_reply(node, served, CONTEXT, tmp_path)
+        theirs = await ts_reply(node, pi, served, CONTEXT, tmp_path)
         wire = b"".join(body)
         assert without_made_up_ids(theirs, wire) == without_made_up_ids(ours, wire)
         assert (theirs.stop_reason, theirs.response_id) == (ours.stop_reason, ours.response_id)
@@ -102,6 +105,6 @@ async def test_the_same_stream_makes_the_same_message_and_the_same_next_request(
         # Our reply, in our JSON, continues in TypeScript exactly as it does here.
         following = Context(CONTEXT.system_prompt, [*CONTEXT.messages, ours, *answers(ours)])
         await collect(stream_fn(served, following, options))
-        await ts_reply(node, served, following, tmp_path)
+        await ts_reply(node, pi, served, following, tmp_path)
         ours_sent, theirs_sent = (request.body[field] for request in server.requests[2:])
     assert theirs_sent == ours_sent

@@ -17,21 +17,25 @@ from pi_core import (
     AbortController,
     AgentTool,
     AgentToolResult,
+    AssistantMessage,
     AssistantMessageEvent,
     Context,
     Model,
     StreamDone,
     StreamError,
     StreamOptions,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     Tool,
     ToolCall,
     ToolCallDelta,
+    ToolReference,
     Usage,
     UserMessage,
 )
-from pi_core.proxy import stream_proxy
+from pi_core.proxy import ProxyStream, ProxyWire, stream_proxy
+from pi_core.serialization import to_dict
 
 pytestmark = pytest.mark.anyio
 
@@ -63,10 +67,11 @@ async def run(
     *,
     context: Context = CONTEXT,
     proxy_url: str = "http://proxy.test",
+    wire: ProxyWire = "1.6",
 ) -> list[AssistantMessageEvent]:
     async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
         stream = stream_proxy(
-            MODEL, context, options, proxy_url=proxy_url, auth_token="tok", client=client
+            MODEL, context, options, proxy_url=proxy_url, auth_token="tok", client=client, wire=wire
         )
         return await collect(stream, on_event)
 
@@ -84,7 +89,26 @@ def error_of(events: list[AssistantMessageEvent]) -> StreamError:
 # --- the request ---------------------------------------------------------------------------
 
 
-async def test_the_request_is_upstreams_post_with_bearer_token_and_camel_case_json() -> None:
+DECLARED = [
+    {"name": "plain", "description": "a plain tool", "parameters": {"type": "object"}},
+    {"name": "calc", "description": "adds", "parameters": {"type": "object"}},
+]
+"""The tools of the request test as the model sees them: no label, no execution mode."""
+USER = {"role": "user", "content": "hi", "timestamp": 1}
+
+
+@pytest.mark.parametrize(
+    ("form", "expected"),
+    [
+        ("1.6", {"messages": [
+            {"role": "system", "content": "sys", "toolsAdded": DECLARED, "timestamp": 0}, USER
+        ]}),
+        ("0.73", {"systemPrompt": "sys", "messages": [USER], "tools": DECLARED}),
+    ],
+)  # fmt: skip
+async def test_the_request_is_upstreams_post_with_bearer_token_and_camel_case_json(
+    form: ProxyWire, expected: dict[str, Any]
+) -> None:
     seen: list[httpx.Request] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -113,7 +137,7 @@ async def test_the_request_is_upstreams_post_with_bearer_token_and_camel_case_js
         thinking_budgets={"high": 2048},
         timeout=30,
     )
-    await run(handler, options, context=context, proxy_url="http://proxy.test/")
+    await run(handler, options, context=context, proxy_url="http://proxy.test/", wire=form)
 
     (request,) = seen
     assert request.method == "POST"
@@ -124,18 +148,7 @@ async def test_the_request_is_upstreams_post_with_bearer_token_and_camel_case_js
     assert set(body) == {"model", "context", "options"}
     assert body["model"]["baseUrl"] == "https://x.test"
     assert body["model"]["contextWindow"] == 0
-    assert body["context"]["systemPrompt"] == "sys"
-    assert body["context"]["messages"] == [{"role": "user", "content": "hi", "timestamp": 1}]
-    assert body["context"]["tools"] == [
-        {"name": "plain", "description": "a plain tool", "parameters": {"type": "object"}},
-        {
-            "name": "calc",
-            "description": "adds",
-            "parameters": {"type": "object"},
-            "label": "Calc",
-            "executionMode": "sequential",
-        },
-    ]
+    assert body["context"] == expected
     assert body["options"] == {
         "temperature": 0.5,
         "maxTokens": 100,
@@ -148,6 +161,56 @@ async def test_the_request_is_upstreams_post_with_bearer_token_and_camel_case_js
     }
     assert b"sk-secret" not in request.content
     assert "sk-secret" not in str(request.headers)
+
+
+MID_WAY = Context(
+    None,
+    [
+        SystemMessage("sys", tools_added=[Tool("a", "A", {"type": "object"})], timestamp=0),
+        UserMessage("hi", timestamp=1),
+        SystemMessage(
+            "more", {"tone": "dry"}, [Tool("b", "B", {})], [ToolReference("a")], timestamp=2
+        ),
+        UserMessage("again", timestamp=3),
+    ],
+)
+
+
+async def test_the_current_body_sends_system_messages_where_the_transcript_has_them() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        return sse(wire(DONE))
+
+    await run(handler, context=MID_WAY)
+    assert seen[0]["context"] == {"messages": [to_dict(m) for m in MID_WAY.messages]}
+
+
+async def test_the_073_body_carries_the_prompt_and_tools_the_transcript_ends_with() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        return sse(wire(DONE))
+
+    await run(handler, context=MID_WAY, wire="0.73")
+    assert seen[0]["context"] == {
+        "systemPrompt": "sys\n\nmore\n\ndry",
+        "messages": [to_dict(MID_WAY.messages[1]), to_dict(MID_WAY.messages[3])],
+        "tools": [{"name": "b", "description": "B", "parameters": {}}],
+    }
+
+
+async def test_an_unknown_wire_is_refused_before_anything_is_sent() -> None:
+    seen: list[httpx.Request] = []
+    with pytest.raises(ValueError, match=r"wire must be one of '1\.6', '0\.73', got '1\.0'"):
+        await run(seen.append, wire="1.0")  # type: ignore[arg-type]
+    assert seen == []
+    with pytest.raises(ValueError, match="wire must be one of"):
+        ProxyStream("http://proxy.test", "tok", wire="2")  # type: ignore[arg-type]
+    assert "wire='0.73'" in repr(ProxyStream("http://proxy.test", "tok", wire="0.73"))
+    assert "wire" not in repr(ProxyStream("http://proxy.test", "tok"))
 
 
 async def test_unset_options_are_left_out_and_off_means_no_reasoning() -> None:
@@ -321,13 +384,60 @@ async def test_a_body_without_terminal_event_ends_with_an_error_not_a_hang() -> 
         {"type": "text_start", "contentIndex": 0},
         {"type": "text_delta", "contentIndex": 0, "delta": "cut"},
     )
-    body += b'data: {"type": "done", "reason": "stop"}'  # this line never gets its newline
     events = await run(replying(body))
     assert kinds(events) == ["start", "text_start", "text_delta", "error"]
     error = error_of(events)
-    assert error.error.error_message == "Proxy stream ended without a terminal event"
+    assert error.reason == "error"
+    assert error.error.error_message == (
+        "Connection closed by proxy server before the response completed"
+    )
     assert error.error.content == [TextContent("cut")]
     assert error.error is events[0].partial  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+async def test_a_last_line_without_its_newline_is_read(chunked: bool) -> None:
+    body = wire({"type": "start"}, {"type": "text_start", "contentIndex": 0})
+    last = b'data: {"type": "done", "reason": "stop", "usage": ' + json.dumps(USAGE).encode()
+    last += b"}"  # the body ends here, without a newline
+    stream = ChunkStream([body, *(last[i : i + 7] for i in range(0, len(last), 7))])
+    events = await run(lambda _: sse(stream if chunked else body + last))
+    assert kinds(events) == ["start", "text_start", "done"]
+    assert final_message(events).usage.total_tokens == 18
+
+
+async def test_the_terminal_event_may_defer_the_reply_and_name_the_thinking_level() -> None:
+    done = {**DONE, "reason": "deferred", "providerThinkingLevel": "high"}
+    events = await run(replying(wire({"type": "start"}, done)))
+    assert isinstance(events[-1], StreamDone) and events[-1].reason == "deferred"
+    message = final_message(events)
+    assert (message.stop_reason, message.provider_thinking_level) == ("deferred", "high")
+
+
+async def test_the_partial_is_pending_until_the_terminal_event() -> None:
+    seen: list[str] = []
+    body = wire({"type": "start"}, {"type": "text_start", "contentIndex": 0}, DONE)
+    events = await run(replying(body), on_event=lambda e: seen.append(final(e).stop_reason))
+    assert seen == ["pending", "pending", "stop"]
+    assert final_message(events).stop_reason == "stop"
+
+
+def final(event: AssistantMessageEvent) -> AssistantMessage:
+    """The message an event carries: the partial, or the final one of a terminal event."""
+    if isinstance(event, StreamDone):
+        return event.message
+    if isinstance(event, StreamError):
+        return event.error
+    return event.partial
+
+
+async def test_a_last_line_without_newline_that_is_not_an_event_still_ends_in_an_error() -> None:
+    body = wire({"type": "start"}) + b": a comment, no newline"
+    events = await run(replying(body))
+    assert kinds(events) == ["start", "error"]
+    assert error_of(events).error.error_message == (
+        "Connection closed by proxy server before the response completed"
+    )
 
 
 async def test_a_malformed_json_line_ends_the_stream_after_the_events_before_it() -> None:
@@ -383,6 +493,61 @@ async def test_toolcall_end_for_another_block_is_ignored_as_upstream() -> None:
     assert kinds(events) == ["start", "text_start", "done"]
 
 
+async def test_the_complete_tool_call_of_toolcall_end_wins_over_the_streamed_one() -> None:
+    body = wire(
+        {"type": "start"},
+        {"type": "toolcall_start", "contentIndex": 0, "id": "c1", "toolName": "echo"},
+        {"type": "toolcall_delta", "contentIndex": 0, "delta": '{"v":"x'},
+        {"type": "toolcall_delta", "contentIndex": 0, "delta": 'y"}'},
+        {
+            "type": "toolcall_end",
+            "contentIndex": 0,
+            "toolCall": {"type": "toolCall", "id": "c1", "name": "echo", "arguments": {"v": "Z"}},
+        },
+        DONE,
+    )
+    events = await run(replying(body))
+    call = ToolCall("c1", "echo", {"v": "Z"})
+    assert final_message(events).content == [call]
+    assert events[-2].tool_call == call  # type: ignore[union-attr]
+
+
+async def test_a_partial_tool_call_of_toolcall_end_overrides_only_its_own_fields() -> None:
+    body = wire(
+        {"type": "start"},
+        {"type": "toolcall_start", "contentIndex": 0, "id": "c1", "toolName": "echo"},
+        {"type": "toolcall_delta", "contentIndex": 0, "delta": '{"v": 1}'},
+        {"type": "toolcall_end", "contentIndex": 0, "toolCall": {"thoughtSignature": "sig"}},
+        DONE,
+    )
+    events = await run(replying(body))
+    assert final_message(events).content == [
+        ToolCall("c1", "echo", {"v": 1}, thought_signature="sig")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("tool_call", "expected"),
+    [
+        ("c1", "Malformed proxy event toolcall_end: toolCall is 'c1'"),
+        ({"arguments": [1]}, "Malformed proxy event toolcall_end: Cannot load ToolCall: "),
+    ],
+)
+async def test_a_malformed_tool_call_of_toolcall_end_is_a_protocol_error(
+    tool_call: object, expected: str
+) -> None:
+    body = wire(
+        {"type": "start"},
+        {"type": "toolcall_start", "contentIndex": 0, "id": "c1", "toolName": "echo"},
+        {"type": "toolcall_end", "contentIndex": 0, "toolCall": tool_call},
+        DONE,
+    )
+    events = await run(replying(body))
+    assert kinds(events) == ["start", "toolcall_start", "error"]
+    message = error_of(events).error.error_message
+    assert message is not None and message.startswith(expected), message
+
+
 async def test_a_line_past_the_limit_ends_the_stream() -> None:
     from pi_core._http import MAX_LINE_BYTES
 
@@ -404,7 +569,9 @@ async def test_a_network_error_is_a_stream_error() -> None:
 
     events = await run(handler)
     assert kinds(events) == ["error"]
-    assert error_of(events).error.error_message == "Proxy request failed: Connection error."
+    assert error_of(events).error.error_message == (
+        "Proxy request failed: Connection error (http://proxy.test/api/stream): cannot connect"
+    )
 
 
 async def test_a_timeout_ends_a_silent_stream() -> None:

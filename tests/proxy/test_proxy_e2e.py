@@ -144,13 +144,14 @@ async def test_an_agent_runs_tools_through_the_proxy(anyio_backend: str) -> None
     check_event_grammar(events)
     check_transcript(agent.state.messages)
     assert [message.role for message in agent.state.messages] == [
+        "system",  # the tool's declaration, which the proxy passed on
         "user",
         "assistant",
         "toolResult",
         "assistant",
     ]
-    assert agent.state.messages[2].content == [TextContent("5")]  # type: ignore[union-attr]
-    assert agent.state.messages[3].content == [TextContent("The sum is 5.")]  # type: ignore[union-attr]
+    assert agent.state.messages[3].content == [TextContent("5")]  # type: ignore[union-attr]
+    assert agent.state.messages[4].content == [TextContent("The sum is 5.")]  # type: ignore[union-attr]
     assert agent.state.error_message is None
 
 

@@ -1,5 +1,5 @@
 """A provider behind the proxy server fails on its own API key: the client hears
-``Connection error.`` and never the key (the HTTP stack's text quotes the refused header)."""
+``Connection error (<url>): <cause>`` and never the key (the HTTP stack's text quotes the refused header)."""
 
 from __future__ import annotations
 
@@ -48,6 +48,8 @@ async def test_the_proxy_client_never_sees_the_servers_key(anyio_backend: str) -
             )
             target = Model("gpt-test", api="openai-completions", base_url=upstream_url + "/v1")
             events = await collect(stream_fn(target, Context(None, [UserMessage("Hi")])))
-    assert final_message(events).error_message == "Connection error."
+    assert final_message(events).error_message == (
+        f"Connection error ({upstream_url}/v1/chat/completions): a request header is not valid HTTP (such as a value with a line break)"
+    )
     assert SECRET[8:] not in repr(events)
     assert upstream_requests == []  # the request never left: the header was refused

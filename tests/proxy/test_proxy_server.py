@@ -3,6 +3,7 @@ body validation, the event encoding, failures of the wrapped stream, and client 
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import AsyncIterator, Callable, MutableMapping, Sequence
 from typing import Any
@@ -22,6 +23,7 @@ from pi_core import (
     StreamError,
     StreamOptions,
     StreamStart,
+    SystemMessage,
     TextContent,
     TextDelta,
     TextEnd,
@@ -30,12 +32,16 @@ from pi_core import (
     ThinkingDelta,
     ThinkingEnd,
     ThinkingStart,
+    Tool,
     ToolCall,
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
     Usage,
     UsageCost,
+    UserMessage,
+    current_system_prompt,
+    current_tools,
 )
 from pi_core.proxy import ProxyApp, create_proxy_app
 
@@ -133,7 +139,7 @@ def test_the_public_names_are_sorted_importable_and_homed_in_pi_core_proxy() -> 
     assert list(names) == sorted(names)
     for name in names:
         obj = getattr(pi_core.proxy, name)
-        if callable(obj):
+        if isinstance(obj, type) or inspect.isfunction(obj):
             assert obj.__module__ == "pi_core.proxy"
 
 
@@ -199,11 +205,11 @@ async def test_malformed_json_is_400() -> None:
         ({**BODY, "model": {"id": 5}}, "Invalid request body: expected a string, got 5 @ $.model.id"),
         (
             {**BODY, "context": {"messages": [{"role": "robot"}]}},
-            "Invalid request body: unknown message role 'robot' (expected one of 'user', 'assistant', 'toolResult') @ $.context.messages[0]",
+            "Invalid request body: unknown message role 'robot' (expected one of 'system', 'user', 'assistant', 'toolResult') @ $.context.messages[0]",
         ),
         (
-            {**BODY, "options": {"maxTokens": "many", "reasoning": "max"}},
-            "Invalid request body: expected an integer, got 'many' @ $.options.maxTokens; expected one of 'off', 'minimal', 'low', 'medium', 'high', 'xhigh', got 'max' @ $.options.reasoning",
+            {**BODY, "options": {"maxTokens": "many", "reasoning": "most"}},
+            "Invalid request body: expected an integer, got 'many' @ $.options.maxTokens; expected one of 'off', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max', got 'most' @ $.options.reasoning",
         ),
     ],
 )  # fmt: skip
@@ -289,6 +295,11 @@ USAGE_JSON = {
     "cost": {"input": 0.0, "output": 0.0, "cacheRead": 0.0, "cacheWrite": 0.0, "total": 0.5},
 }
 
+# toolcall_end carries the complete call; a call that arrived whole also gets one delta, for
+# clients that rebuild the arguments from the deltas alone.
+CALC_1 = {"type": "toolCall", "id": "c1", "name": "calc", "arguments": {"a": 1}}
+CALC_2 = {"type": "toolCall", "id": "c2", "name": "calc", "arguments": {"b": "ü"}}
+
 
 async def test_events_are_written_in_the_wire_format_without_partial() -> None:
     response = await post(create_proxy_app(scripted(every_event), auth_token=TOKEN))
@@ -305,10 +316,10 @@ async def test_events_are_written_in_the_wire_format_without_partial() -> None:
         {"type": "text_end", "contentIndex": 1, "contentSignature": "sig-x"},
         {"type": "toolcall_start", "contentIndex": 2, "id": "c1", "toolName": "calc"},
         {"type": "toolcall_delta", "contentIndex": 2, "delta": '{"a": 1}'},
-        {"type": "toolcall_end", "contentIndex": 2},
+        {"type": "toolcall_end", "contentIndex": 2, "toolCall": CALC_1},
         {"type": "toolcall_start", "contentIndex": 3, "id": "c2", "toolName": "calc"},
         {"type": "toolcall_delta", "contentIndex": 3, "delta": '{"b":"ü"}'},
-        {"type": "toolcall_end", "contentIndex": 3},
+        {"type": "toolcall_end", "contentIndex": 3, "toolCall": CALC_2},
         {"type": "done", "reason": "toolUse", "usage": USAGE_JSON},
     ]
 
@@ -331,10 +342,103 @@ async def test_the_stream_function_gets_the_clients_options_and_the_servers_sign
     await post(create_proxy_app(scripted(text_reply, record), auth_token=TOKEN))
     ((model, context, options),) = record.calls
     assert (model.id, model.api, model.provider) == ("m", "scripted", "test")
-    assert context.system_prompt == "sys"
+    assert current_system_prompt(context.messages) == "sys"
     assert (options.temperature, options.session_id) == (0.25, "s1")
     assert options.api_key is None  # never the client's
     assert isinstance(options.signal, AbortSignal)
+
+
+# --- the two request bodies ------------------------------------------------------------------
+
+ECHO_JSON = {"name": "echo", "description": "echoes", "parameters": {"type": "object"}}
+USER_JSON = {"role": "user", "content": "hi", "timestamp": 1}
+SEEN = Context(
+    None,
+    [
+        SystemMessage("sys", tools_added=[Tool("echo", "echoes", {"type": "object"})], timestamp=0),
+        UserMessage("hi", timestamp=1),
+    ],
+)
+"""What the stream function gets for either body below: one transcript, the prompt leading."""
+
+
+@pytest.mark.parametrize(
+    "context",
+    [
+        {"systemPrompt": "sys", "messages": [USER_JSON], "tools": [{**ECHO_JSON, "label": "Echo"}]},
+        {"messages": [
+            {"role": "system", "content": "sys", "toolsAdded": [ECHO_JSON], "timestamp": 0},
+            USER_JSON,
+        ]},
+    ],
+    ids=["0.73.1", "1.6.0"],
+)  # fmt: skip
+async def test_both_bodies_reach_the_stream_function_as_one_transcript(
+    context: dict[str, Any],
+) -> None:
+    record = Recorded()
+    response = await post(
+        create_proxy_app(scripted(text_reply, record), auth_token=TOKEN),
+        {**BODY, "context": context},
+    )
+    assert response.status_code == 200
+    ((_, seen, _),) = record.calls
+    assert seen == SEEN
+    assert (current_system_prompt(seen.messages), current_tools(seen.messages)) == (
+        "sys",
+        [Tool("echo", "echoes", {"type": "object"})],
+    )
+
+
+async def test_a_prompt_beside_system_messages_leads_them_as_the_shorthand_does() -> None:
+    record = Recorded()
+    later = {"role": "system", "content": "and be kind", "timestamp": 5}
+    context = {"systemPrompt": "sys", "messages": [USER_JSON, later]}
+    await post(
+        create_proxy_app(scripted(text_reply, record), auth_token=TOKEN),
+        {**BODY, "context": context},
+    )
+    ((_, seen, _),) = record.calls
+    assert [message.role for message in seen.messages] == ["system", "user", "system"]
+    assert current_system_prompt(seen.messages) == "sys\n\nand be kind"
+
+
+NEITHER = "Invalid request body: context is neither 1.6.0's {messages} nor 0.73.1's {systemPrompt, messages, tools}: "
+
+
+@pytest.mark.parametrize(
+    ("context", "expected"),
+    [
+        ("sys", NEITHER + "expected an object, got str @ $.context"),
+        (None, NEITHER + "expected an object, got null @ $.context"),
+        ([USER_JSON], NEITHER + "expected an object, got list @ $.context"),
+        ({"systemPrompt": "sys", "tools": []}, NEITHER + "it has no messages @ $.context.messages"),
+        ({}, NEITHER + "it has no messages @ $.context.messages"),
+        ({"messages": [USER_JSON], "systemPrompt": 3}, "Invalid request body: expected a string, got 3 @ $.context.systemPrompt"),
+        ({"messages": [{"role": "system", "content": "s", "sections": {"a": 1}, "timestamp": 0}]}, "Invalid request body: "),
+    ],
+)  # fmt: skip
+async def test_a_context_in_neither_form_is_422_saying_why(context: Any, expected: str) -> None:
+    record = Recorded()
+    app = create_proxy_app(scripted(text_reply, record), auth_token=TOKEN)
+    response = await post(app, {**BODY, "context": context})
+    assert response.status_code == 422
+    assert response.json()["error"].startswith(expected), response.json()["error"]
+    assert record.calls == []
+
+
+async def test_the_providers_thinking_level_travels_with_the_terminal_event() -> None:
+    def thought(partial: AssistantMessage) -> list[AssistantMessageEvent]:
+        partial.provider_thinking_level = "medium"
+        return [StreamStart(partial), StreamDone("stop", partial)]
+
+    response = await post(create_proxy_app(scripted(thought), auth_token=TOKEN))
+    assert data_lines(response)[-1] == {
+        "type": "done",
+        "reason": "stop",
+        "usage": ZERO_USAGE,
+        "providerThinkingLevel": "medium",
+    }
 
 
 ZERO_USAGE = {

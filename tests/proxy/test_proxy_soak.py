@@ -5,15 +5,15 @@ server started is closed, no request is left running. (Timings are in ``python -
 from __future__ import annotations
 
 import random
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
-from typing import Any
 
 import anyio
 import httpx
 import pytest
 from _proxy_support import check_protocol, serve_app
 
+from asgi_server import RequestsInFlight
 from pi_core import (
     AbortController,
     AssistantMessage,
@@ -43,7 +43,7 @@ class Ledger:
         self.started = 0
         self.closed = 0
         self.cut_short = 0
-        self.requests_in_flight = 0
+        self.requests = RequestsInFlight(self._check_settled)
         self.settled = anyio.Event()
 
     def stream_fn(self) -> Callable[..., AsyncIterator[AssistantMessageEvent]]:
@@ -68,19 +68,8 @@ class Ledger:
 
         return stream
 
-    def counting(self, app: Callable[..., Awaitable[None]]) -> Callable[..., Awaitable[None]]:
-        async def counted(scope: Any, receive: Any, send: Any) -> None:
-            self.requests_in_flight += scope["type"] == "http"
-            try:
-                await app(scope, receive, send)
-            finally:
-                self.requests_in_flight -= scope["type"] == "http"
-                self._check_settled()
-
-        return counted
-
     def _check_settled(self) -> None:
-        if self.started and self.closed == self.started and not self.requests_in_flight:
+        if self.started and self.closed == self.started and not self.requests.count:
             self.settled.set()
 
 
@@ -120,7 +109,7 @@ async def one_client(
 
 async def test_many_concurrent_streams_with_aborts_and_disconnects(anyio_backend: str) -> None:
     ledger = Ledger()
-    app = ledger.counting(create_proxy_app(ledger.stream_fn(), auth_token=TOKEN))
+    app = ledger.requests.counting(create_proxy_app(ledger.stream_fn(), auth_token=TOKEN))
     outcomes = {"completed": 0, "aborted": 0, "disconnected": 0}
     limits = httpx.Limits(max_connections=CLIENTS, max_keepalive_connections=CLIENTS)
     async with serve_app(app, anyio_backend) as url:
@@ -134,7 +123,7 @@ async def test_many_concurrent_streams_with_aborts_and_disconnects(anyio_backend
     assert sum(outcomes.values()) == CLIENTS
     assert all(count > 0 for count in outcomes.values()), outcomes
     assert ledger.started == ledger.closed == CLIENTS
-    assert ledger.requests_in_flight == 0
+    assert ledger.requests.count == 0
     # Every call a client cut short (an abort closes the connection too) was cut short upstream.
     assert ledger.cut_short >= outcomes["disconnected"]
     assert ledger.cut_short <= outcomes["disconnected"] + outcomes["aborted"]

@@ -11,17 +11,20 @@ import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar, get_args
 
 import anyio
 
-from .._messages import ThinkingLevel
+from .. import ThinkingLevel
+from ..lowlevel import install_hint
 from ..nursery import ConcurrentTaskError
 from ._chat import chat_command
 from ._interrupt import EXIT_ABORTED, EXIT_ERROR, EXIT_USAGE
-from ._run import run_command
+from ._run import read_output_schema, run_command
 from ._runs import add_runs_parser, runs_command
 from ._serve import DEFAULT_BACKLOG, DEFAULT_HOST, DEFAULT_PORT, proxy_token, serve_proxy
+from ._serve_ui import add_serve_ui_parser, serve_ui_command
 from ._setup import DEFAULT_PROXY_TOKEN_ENV, PROVIDERS, AgentSettings, UsageError
 from ._worker import add_worker_parser, worker_command
 
@@ -37,11 +40,13 @@ _EPILOG = """\
 examples:
   pi-core run "What is 2 + 3 * 4?"
   pi-core run --json "list the files here"
+  pi-core run --output-schema invoice.json "Read the invoice in invoice.txt"
   pi-core run --provider openai --model gpt-4o-mini "What time is it?"
   pi-core run --model anthropic/claude-sonnet-4-5 --thinking low "What time is it?"
   pi-core chat
   pi-core chat --mcp 'uvx mcp-server-time' --mcp-url http://127.0.0.1:8000/mcp
   PI_CORE_PROXY_TOKEN=secret pi-core serve-proxy --port 8787
+  pi-core serve                   # the run viewer page on http://127.0.0.1:8400/
   pi-core worker myapp.agents:agents --db sqlite:///runs.sqlite --executor-id w1
   pi-core runs start --db sqlite:///runs.sqlite --follow assistant "What is 2 + 3 * 4?"
 
@@ -56,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    _configure_logging(args.command == "serve-proxy" or getattr(args, "verbose", False))
+    _configure_logging(args.command in ("serve", "serve-proxy") or getattr(args, "verbose", False))
     try:
         return _dispatch(args)
     except UsageError as exc:
@@ -89,12 +94,42 @@ def build_parser() -> argparse.ArgumentParser:
         "run", parents=[agent_options], help="run one prompt and show the agent at work"
     )
     run.add_argument("prompt", metavar="PROMPT", help="what to ask")
-    commands.add_parser(
+    run.add_argument(
+        "--output-schema",
+        metavar="FILE.json",
+        type=Path,
+        help="ask for an answer of the JSON Schema in FILE.json (the model answers by calling "
+        "the final_result tool; an invalid answer is retried) and print it, validated, as the "
+        "last line of JSON",
+    )
+    chat = commands.add_parser(
         "chat",
         parents=[agent_options],
         help="talk to the agent; lines typed while it works steer it",
     )
+    chat.add_argument(
+        "--session",
+        metavar="FILE",
+        type=Path,
+        help="continue the session file FILE (a Pi coding agent session; created if missing), "
+        "appending every message as it ends",
+    )
+    chat.add_argument(
+        "--no-compaction",
+        dest="compaction",
+        action="store_false",
+        help="never compact by itself (by default the older conversation is summarised when "
+        "it would fill 80%% of the model's context window; /compact still works)",
+    )
+    chat.add_argument(
+        "--context-window",
+        metavar="TOKENS",
+        type=_positive_int,
+        help="the model's context window, for a model the catalogue does not know "
+        "(compaction needs one)",
+    )
     _add_serve_parser(commands)
+    add_serve_ui_parser(commands, _add_backend)
     add_worker_parser(commands)
     add_runs_parser(commands)
     return parser
@@ -229,7 +264,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command in _DURABLE_COMMANDS:  # DBOS runs on asyncio only
         return _run(functools.partial(_DURABLE_COMMANDS[args.command], args), "asyncio")
     if args.backend == "trio" and importlib.util.find_spec("trio") is None:
-        raise UsageError("--backend trio needs trio: pip install 'pi-agent-core-py[trio]'")
+        raise UsageError(f"--backend trio needs trio: {install_hint('trio')}")
+    if args.command == "serve":
+        return _run(functools.partial(serve_ui_command, args), args.backend)
     if args.command == "serve-proxy":
         token = proxy_token(args.token_env)
         serve = functools.partial(
@@ -241,8 +278,17 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "run":
         if not args.prompt.strip():
             raise UsageError("the prompt is empty")
-        return _run(functools.partial(run_command, settings, args.prompt), args.backend)
-    return _run(functools.partial(chat_command, settings), args.backend)
+        schema = read_output_schema(args.output_schema)
+        command = functools.partial(run_command, settings, args.prompt, output_schema=schema)
+        return _run(command, args.backend)
+    chat = functools.partial(
+        chat_command,
+        settings,
+        session=args.session,
+        compaction=args.compaction,
+        context_window=args.context_window,
+    )
+    return _run(chat, args.backend)
 
 
 _DURABLE_COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {

@@ -1,8 +1,8 @@
 """``pi-core chat``: an interactive session on one Agent.
 
 A line typed while the agent works steers it (``agent.steer``); a line typed while it is idle is
-the next prompt. Ctrl-C aborts the running turn (its close-out is shown); a second Ctrl-C, Ctrl-C
-while idle, or the end of input leaves. The end of input waits for the running turn first, so
+the next prompt. Ctrl-C stops the running turn after its current step, a second Ctrl-C aborts it
+(its close-out is shown); a third, Ctrl-C while idle, or the end of input leaves. The end of input waits for the running turn first, so
 ``printf 'question\\n' | pi-core chat`` answers the question before it exits.
 
 Every input (a line, the end of input, Ctrl-C, a finished run) arrives on one memory stream and is
@@ -26,29 +26,46 @@ import anyio.lowlevel
 import attrs
 from anyio.streams.memory import MemoryObjectSendStream
 
-from .._agent import Agent
-from .._messages import AgentMessage, AssistantMessage, ToolCall, UserMessage
-from ._interrupt import EXIT_ABORTED, EXIT_OK, open_interrupts
+from .. import (
+    Agent,
+    AgentMessage,
+    AssistantMessage,
+    Model,
+    RunOutcome,
+    RunResult,
+    ToolCall,
+    UserMessage,
+)
+from ._auto_compaction import turn_on_compaction
+from ._interrupt import EXIT_ABORTED, EXIT_OK, RunInterrupter, open_interrupts
 from ._mcp import open_mcp_tools
+from ._plain_input import line_reader, terminal_mode_kept
 from ._render import JsonRenderer, LiveRenderer
 from ._run import make_renderer
-from ._session_file import load_session, save_session
+from ._session_commands import SessionCommands
 from ._setup import AgentSettings, build_agent
-from ._terminal_input import INSTALL_HINT, start_terminal_input, terminal_output
 from ._terminal_input import available as terminal_input_available
+from ._terminal_input import install_note, start_terminal_input, terminal_output
 
 __all__ = ["chat_command"]
 
 _HELP = (
-    "Type a message. While the agent works, a line steers it; Ctrl-C aborts; Ctrl-D quits. "
+    "Type a message. While the agent works, a line steers it; Ctrl-C stops, twice aborts; "
+    "Ctrl-D quits. "
     "/help lists the commands."
 )
+_PROMPT = "you> "
 _COMMANDS = """commands (between turns):
   /help        this list
   /clear       forget the conversation (the transcript and the queues)
   /model [ID]  show the model, or switch to model ID of the same provider
   /save FILE   write the conversation to FILE, a session file of the Pi coding agent
-  /load FILE   continue the conversation saved in FILE (replacing this one)"""
+  /load FILE   continue the conversation saved in FILE (replacing this one)
+  /compact [INSTRUCTIONS]  summarise the older part of the conversation
+  /tree        the branches of the --session file
+  /branch ID   continue from entry ID of the --session file (a new branch)"""
+_COMMAND_NAMES = tuple(line.split()[0] for line in _COMMANDS.splitlines()[1:])
+"""What Tab completes at the start of a line (with the chat extra): the commands of /help."""
 
 
 @attrs.frozen
@@ -75,43 +92,63 @@ _Input = _Line | _EndOfInput | _Interrupt | _RunDone
 
 
 async def chat_command(
-    settings: AgentSettings, stdin: TextIO | None = None, out: TextIO | None = None
+    settings: AgentSettings,
+    stdin: TextIO | None = None,
+    out: TextIO | None = None,
+    session: Path | None = None,
+    compaction: bool = True,
+    context_window: int | None = None,
 ) -> int:
     """Chat until the input ends (exit 0) or Ctrl-C while idle (exit 130).
 
-    ``stdin`` and ``out`` default to the process's standard input and output.
+    ``stdin`` and ``out`` default to the process's standard input and output. With ``session``,
+    the conversation continues the session file there (created if missing) and every message is
+    appended to it as it ends. With ``compaction`` the agent compacts by itself when the
+    conversation nears the model's context window (``context_window`` replaces the model's).
     """
     stdin = stdin if stdin is not None else sys.stdin
     out = out if out is not None else sys.stdout
     interactive = stdin.isatty()
-    async with open_mcp_tools(settings) as mcp_tools:
-        agent, description = build_agent(settings, extra_tools=mcp_tools)
+    async with open_mcp_tools(settings) as mcp_servers:
+        agent, description = build_agent(settings, mcp_servers=mcp_servers)
+        commands = SessionCommands.start(agent, session)
         line_editor = interactive and stdin is sys.stdin and terminal_input_available()
         with terminal_output() if line_editor else contextlib.nullcontext(out) as out:
             # When the input is a pipe nobody sees it typed, so the renderer shows each prompt.
             renderer = make_renderer(settings, out, echo_prompt=not interactive)
             agent.subscribe(renderer)
+            if compaction:
+                turn_on_compaction(agent, renderer.note, context_window)
             if isinstance(renderer, LiveRenderer):
                 # The summary says the chat is ready for the next line: it waits for the run's end.
                 renderer.summary_at_agent_end = False
                 renderer.header(description)
                 if interactive:
-                    renderer.note(_HELP if line_editor else f"{_HELP}\n{INSTALL_HINT}")
-            session = _ChatSession(agent, renderer, interactive)
-            session.line_editor = line_editor
-            return await session.run(stdin)
+                    renderer.note(_HELP if line_editor else f"{_HELP}\n{install_note()}")
+            chat = _ChatSession(agent, renderer, interactive, commands)
+            chat.line_editor = line_editor
+            try:
+                return await chat.run(stdin)
+            finally:
+                commands.close()
 
 
 class _ChatSession:
     def __init__(
-        self, agent: Agent, renderer: JsonRenderer | LiveRenderer, interactive: bool
+        self,
+        agent: Agent,
+        renderer: JsonRenderer | LiveRenderer,
+        interactive: bool,
+        commands: SessionCommands,
     ) -> None:
         self.agent = agent
+        self.commands = commands
         self.renderer = renderer
         self.interactive = interactive
         self.running = False
         self.aborting = False
-        """Ctrl-C aborted the run, which is closing out (until its end is handled here)."""
+        """Ctrl-C stopped or aborted the run, which is ending (until its end is handled here)."""
+        self.interrupter = RunInterrupter(agent, renderer.note, "turn")
         self.end_of_input = False
         self.exit_code: int | None = None
         self.next_prompts: list[str] = []
@@ -120,18 +157,24 @@ class _ChatSession:
 
     async def run(self, stdin: TextIO) -> int:
         send, receive = anyio.create_memory_object_stream[_Input](math.inf)
-        async with send, receive, anyio.create_task_group() as tg:
-            await tg.start(self._watch_interrupts, send)
-            if self.line_editor:
-                self._start_line_editor(send)
-            else:
-                _start_reader(stdin, send)
-            self._show_prompt()
-            async for item in receive:
-                self._handle(item, tg, send)
-                if self.exit_code is not None:
-                    break
-            tg.cancel_scope.cancel()
+        with terminal_mode_kept(stdin):
+            async with send, receive, anyio.create_task_group() as tg:
+                await tg.start(self._watch_interrupts, send)
+                stop_line_editor = None
+                if self.line_editor:
+                    stop_line_editor = self._start_line_editor(send)
+                else:
+                    _start_reader(stdin, send, self._prompt_text)
+                self._show_prompt()
+                try:
+                    async for item in receive:
+                        self._handle(item, tg, send)
+                        if self.exit_code is not None:
+                            break
+                finally:
+                    if stop_line_editor is not None:
+                        stop_line_editor()
+                tg.cancel_scope.cancel()
         return self.exit_code if self.exit_code is not None else EXIT_OK
 
     def _handle(
@@ -141,7 +184,7 @@ class _ChatSession:
             self._on_line(item.text.strip(), tg, send)
         elif isinstance(item, _EndOfInput):
             self.end_of_input = True
-            if self.interactive:
+            if self.interactive and not self.line_editor:
                 self.renderer.note("")  # Ctrl-D leaves the cursor after the prompt
             if not self.running:
                 self.exit_code = EXIT_OK
@@ -157,13 +200,18 @@ class _ChatSession:
             if not self.running:
                 self._show_prompt()
         elif text.startswith("/") and self.running:
-            self.renderer.note("commands work between turns; Ctrl-C aborts this one")
+            self.renderer.note("commands work between turns; Ctrl-C stops this one")
+        elif text.startswith("/compact"):
+            instructions = text.partition(" ")[2].strip() or None
+            self.renderer.note("compacting the conversation …")
+            self._start(lambda: self._compact(instructions), tg, send)
         elif text.startswith("/"):
             self.renderer.note(self._command(text))
             self._show_prompt()
         elif self.running and self.aborting:
-            # The turn is closing out after Ctrl-C (it may even have ended already, its end not
-            # yet handled here): an aborted run polls no steering, so the line is the next prompt.
+            # The turn is ending after Ctrl-C (it may even have ended already, its end not yet
+            # handled here): a stopped or aborted run polls no more steering, so the line is
+            # the next prompt.
             self.next_prompts.append(text)
         elif self.running:
             self.agent.steer(text)
@@ -183,31 +231,18 @@ class _ChatSession:
         if name == "/model":
             if argument:
                 self.agent.model = attrs.evolve(self.agent.model, id=argument, name=argument)
-            model = self.agent.model
-            return f"model: {model.id} ({model.provider}, {model.api})"
-        if name in ("/save", "/load"):
-            return self._file_command(name, argument)
+            return f"model: {model_text(self.agent.model)}"
+        if name in ("/save", "/load", "/tree", "/branch"):
+            return self.commands.command(name, argument)
         return f"unknown command {name}; /help lists the commands"
 
-    def _file_command(self, name: str, argument: str) -> str:
-        if not argument:
-            return f"{name} needs a file name"
-        path = Path(argument).expanduser()
-        try:
-            if name == "/save":
-                save_session(path, self.agent.state.messages)
-                return f"saved {len(self.agent.state.messages)} messages to {path}"
-            self.agent.state.messages = load_session(path)
-        except (OSError, ValueError) as exc:  # a file that cannot be read or is no session
-            return f"{name} failed: {exc}"
-        return f"loaded {len(self.agent.state.messages)} messages from {path}"
+    async def _compact(self, instructions: str | None) -> RunOutcome:
+        self.renderer.note(await self.commands.compact(instructions))
+        return RunOutcome.DONE
 
     def _on_interrupt(self) -> None:
-        signal = self.agent.signal
-        if self.running and signal is not None and not signal.aborted:
-            self.renderer.note("interrupted: aborting the turn (Ctrl-C again to quit)")
+        if self.running and self.interrupter.interrupt():
             self.aborting = True
-            self.agent.abort("interrupted")
         else:
             self.renderer.note("interrupted: quitting")
             self.exit_code = EXIT_ABORTED
@@ -216,6 +251,7 @@ class _ChatSession:
         self, aborted: bool, tg: anyio.abc.TaskGroup, send: MemoryObjectSendStream[_Input]
     ) -> None:
         self.running = False
+        interrupted = aborted or self.aborting
         self.aborting = False
         if isinstance(self.renderer, LiveRenderer):
             self.renderer.summary()
@@ -224,8 +260,9 @@ class _ChatSession:
             self.next_prompts = []
             self._start(lambda: self.agent.prompt(prompts), tg, send)
         # Steering typed after the run's last poll is still queued: answer it now, unless the
-        # user aborted, in which case it waits for the next prompt (as the Agent keeps it).
-        elif self.agent.has_queued_messages() and not aborted:
+        # user stopped or aborted the run: then it waits for the next prompt (as the Agent
+        # keeps it).
+        elif self.agent.has_queued_messages() and not interrupted:
             self._start(self.agent.continue_, tg, send)
         elif self.end_of_input:
             self.exit_code = EXIT_OK
@@ -234,7 +271,7 @@ class _ChatSession:
 
     def _start(
         self,
-        run: Callable[[], Awaitable[object]],
+        run: Callable[[], Awaitable[RunResult | RunOutcome]],
         tg: anyio.abc.TaskGroup,
         send: MemoryObjectSendStream[_Input],
     ) -> None:
@@ -242,10 +279,13 @@ class _ChatSession:
         tg.start_soon(self._drive, run, send)
 
     async def _drive(
-        self, run: Callable[[], Awaitable[object]], send: MemoryObjectSendStream[_Input]
+        self,
+        run: Callable[[], Awaitable[RunResult | RunOutcome]],
+        send: MemoryObjectSendStream[_Input],
     ) -> None:
-        await run()
-        send.send_nowait(_RunDone(aborted=self.renderer.stats.outcome == "aborted"))
+        result = await run()
+        outcome = result if isinstance(result, RunOutcome) else result.outcome
+        send.send_nowait(_RunDone(aborted=outcome is RunOutcome.ABORTED))
 
     async def _watch_interrupts(
         self,
@@ -260,25 +300,34 @@ class _ChatSession:
                     send.send_nowait(_Interrupt())
 
     def _show_prompt(self) -> None:
-        if self.interactive and not self.line_editor and isinstance(self.renderer, LiveRenderer):
-            self.renderer.prompt("you> ")
+        if self._prompt_text() and isinstance(self.renderer, LiveRenderer):
+            self.renderer.prompt(_PROMPT)
 
-    def _start_line_editor(self, send: MemoryObjectSendStream[_Input]) -> None:
+    def _prompt_text(self) -> str:
+        """The prompt of the plain reader now: ``you>`` while idle (read from its thread)."""
+        shown = self.interactive and not self.line_editor and not self.running
+        return _PROMPT if shown and isinstance(self.renderer, LiveRenderer) else ""
+
+    def _start_line_editor(self, send: MemoryObjectSendStream[_Input]) -> Callable[[], None]:
         post = _poster(send)
-        start_terminal_input(
+        return start_terminal_input(
             lambda line: post(_Line(line)),
             lambda: post(_Interrupt()),
             lambda: post(_EndOfInput()),
             self._status,
+            _COMMAND_NAMES,
         )
 
     def _status(self) -> str:
         """The status line: what runs, while the agent works (read from the prompt's thread)."""
         if not self.running:
             return ""
+        key = "Ctrl-C aborts" if self.interrupter.stopping() else "Ctrl-C stops"
+        if self.interrupter.stopping():
+            key = f"stopping · {key}"
         pending = self.agent.state.pending_tool_calls
         if not pending:
-            return "waiting for the model · Ctrl-C aborts"
+            return f"waiting for the model · {key}"
         names = [
             block.name
             for message in self.agent.state.messages[-1:]
@@ -286,7 +335,19 @@ class _ChatSession:
             for block in message.content
             if isinstance(block, ToolCall) and block.id in pending
         ]
-        return f"running {', '.join(names) or len(pending)} · Ctrl-C aborts"
+        return f"running {', '.join(names) or len(pending)} · {key}"
+
+
+def model_text(model: Model) -> str:
+    """The model as ``/model`` shows it: its id, then its name, provider and API where each says
+    something the ones before it do not (the demo's are all ``pi-demo``)."""
+    text = model.id if model.name in ("", model.id) else f"{model.id} ({model.name})"
+    shown = {model.id}
+    for label, value in (("provider", model.provider), ("api", model.api)):
+        if value and value not in shown:
+            text += f" · {label} {value}"
+            shown.add(value)
+    return text
 
 
 def _poster(send: MemoryObjectSendStream[_Input]) -> Callable[[_Input], bool]:
@@ -303,7 +364,9 @@ def _poster(send: MemoryObjectSendStream[_Input]) -> Callable[[_Input], bool]:
     return post
 
 
-def _start_reader(stdin: TextIO, send: MemoryObjectSendStream[_Input]) -> None:
+def _start_reader(
+    stdin: TextIO, send: MemoryObjectSendStream[_Input], prompt: Callable[[], str]
+) -> None:
     """Read ``stdin`` line by line in a daemon thread, posting each line to ``send``.
 
     Not ``anyio.to_thread``: a blocked ``readline`` cannot be interrupted, and asyncio's worker
@@ -311,9 +374,10 @@ def _start_reader(stdin: TextIO, send: MemoryObjectSendStream[_Input]) -> None:
     thread simply dies with the process.
     """
     post = _poster(send)
+    read_line = line_reader(stdin, prompt)
 
     def read() -> None:
-        for line in iter(stdin.readline, ""):
+        for line in iter(read_line, ""):
             if not post(_Line(line)):
                 return
         post(_EndOfInput())

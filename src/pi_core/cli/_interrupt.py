@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import anyio
+
+from .. import AbortSignal, Agent
 
 __all__ = [
     "EXIT_ABORTED",
     "EXIT_ERROR",
     "EXIT_OK",
     "EXIT_USAGE",
+    "RunInterrupter",
     "open_interrupts",
     "wait_for_stop_signal",
 ]
@@ -49,3 +52,43 @@ async def wait_for_stop_signal() -> None:
             await anyio.sleep_forever()
         else:
             await signals.__anext__()
+
+
+class RunInterrupter:
+    """What Ctrl-C does to the Agent's active run: the first press stops it (the run finishes
+    its current step and ends before its next request), the second aborts it.
+
+    Args:
+        agent: the Agent whose runs are interrupted.
+        note: shows the user what the press did.
+        what: the run's name in those notes (``"run"``, ``"turn"``).
+    """
+
+    def __init__(self, agent: Agent, note: Callable[[str], None], what: str) -> None:
+        self.agent = agent
+        self.note = note
+        self.what = what
+        self._stopped: AbortSignal | None = None
+        """The signal of the run the last press stopped: a press during that run aborts it."""
+
+    def interrupt(self) -> bool:
+        """Stop, else abort, the active run; False when there is none to interrupt (or it is
+        aborting already): then the caller quits."""
+        signal = self.agent.signal
+        if signal is None or signal.aborted:
+            return False
+        if signal is not self._stopped:
+            self._stopped = signal
+            self.agent.stop()
+            self.note(
+                f"interrupted: stopping after this step (Ctrl-C again to abort the {self.what})"
+            )
+        else:
+            self.agent.abort("interrupted")
+            self.note(f"interrupted: aborting the {self.what} (Ctrl-C again to quit)")
+        return True
+
+    def stopping(self) -> bool:
+        """Whether the active run was stopped by a press (and is not aborted)."""
+        signal = self.agent.signal
+        return signal is not None and signal is self._stopped and not signal.aborted

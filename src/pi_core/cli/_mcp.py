@@ -6,15 +6,17 @@ import shlex
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
-from .._tools import AgentTool
+from .. import AgentTool
+from ..lowlevel import install_hint
 from ._setup import AgentSettings, UsageError
 
 __all__ = ["open_mcp_tools"]
 
 
 @asynccontextmanager
-async def open_mcp_tools(settings: AgentSettings) -> AsyncIterator[list[AgentTool]]:
-    """The tools of every server the settings name, their sessions open for the block.
+async def open_mcp_tools(settings: AgentSettings) -> AsyncIterator[list[list[AgentTool]]]:
+    """The tools of each server the settings name (a list per server), their sessions open
+    for the block.
 
     Raises:
         UsageError: the ``mcp`` extra is missing, a command line is empty, or a server cannot
@@ -26,18 +28,16 @@ async def open_mcp_tools(settings: AgentSettings) -> AsyncIterator[list[AgentToo
     try:
         from ..mcp import HttpServer, StdioServer, ToolServerError, mcp_tools
     except ImportError:
-        raise UsageError(
-            "--mcp and --mcp-url need the mcp extra: pip install 'pi-core[mcp]'"
-        ) from None
+        raise UsageError(f"--mcp and --mcp-url need the mcp extra: {install_hint('mcp')}") from None
     servers: list[StdioServer | HttpServer] = [
         StdioServer(*_split(command)) for command in settings.mcp
     ]
     servers.extend(HttpServer(url) for url in settings.mcp_urls)
-    tools: list[AgentTool] = []
+    tools: list[list[AgentTool]] = []
     async with AsyncExitStack() as stack:
         for server in servers:
             try:
-                tools.extend(await stack.enter_async_context(mcp_tools(server)))
+                tools.append(await stack.enter_async_context(mcp_tools(server)))
             except ToolServerError as exc:
                 raise UsageError(str(exc)) from exc
         yield tools

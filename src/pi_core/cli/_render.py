@@ -11,19 +11,24 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import attrs
 
 if TYPE_CHECKING:
     from ..proxy._wire import WireEncoder
 
-from .._events import (
+from .. import (
     AgentEvent,
+    AgentToolResult,
+    AssistantMessage,
     AssistantMessageEvent,
     MessageEnd,
     MessageStart,
     MessageUpdate,
+    RunOutcome,
+    SubagentEvent,
+    TextContent,
     TextDelta,
     TextEnd,
     TextStart,
@@ -34,15 +39,15 @@ from .._events import (
     ToolExecutionStart,
     ToolExecutionUpdate,
     TurnEnd,
+    UserMessage,
 )
-from .._messages import AssistantMessage, TextContent, UserMessage
-from .._texts import OPERATION_ABORTED, clip
-from .._tools import AgentToolResult
+from ..lowlevel import OPERATION_ABORTED, clip, turn_outcome
 from ..nursery import AbortSignal
 
-__all__ = ["JsonRenderer", "LiveRenderer", "Outcome", "RunStats", "Style", "use_color"]
+__all__ = ["JsonRenderer", "LiveRenderer", "RunStats", "Style", "use_color"]
 
-Outcome = Literal["done", "error", "aborted"]
+Path = tuple[str, ...]
+"""The sub-agent tools an event comes from, outermost first; empty for the run's own."""
 
 _ARGS_LIMIT = 80
 _RESULT_LIMIT = 100
@@ -92,9 +97,11 @@ class RunStats:
     tool_calls: int = 0
     tokens: int = 0
     cost: float = 0.0
-    outcome: Outcome = "done"
+    outcome: RunOutcome = RunOutcome.DONE
     error_message: str | None = None
-    started: float = attrs.Factory(time.perf_counter)
+    clock: Callable[[], float] = time.perf_counter
+    """Seconds, from any origin: what ``elapsed`` is measured with."""
+    started: float = attrs.Factory(lambda self: self.clock(), takes_self=True)
     elapsed: float = 0.0
 
     def observe(self, event: AgentEvent, signal: AbortSignal) -> None:
@@ -107,18 +114,18 @@ class RunStats:
         elif isinstance(event, TurnEnd):
             self._observe_turn_end(event, signal)
         elif event.type == "agent_end":
-            self.elapsed = time.perf_counter() - self.started
+            self.elapsed = self.clock() - self.started
 
     def _observe_turn_end(self, event: TurnEnd, signal: AbortSignal) -> None:
-        # The same rule as the Agent's state: an aborted reply, or a batch cut short by an abort.
+        # The Agent's own rule, so that the summary line shows what the run's result will say.
         self.turns += 1
-        message = event.message
-        if message.stop_reason == "aborted" or (event.tool_results and signal.aborted):
-            self.outcome = "aborted"
-            self.error_message = message.error_message or OPERATION_ABORTED
-        elif message.stop_reason == "error":
-            self.outcome = "error"
-            self.error_message = message.error_message
+        outcome = turn_outcome(event, signal.aborted)
+        if outcome is RunOutcome.ABORTED:
+            self.outcome = outcome
+            self.error_message = event.message.error_message or OPERATION_ABORTED
+        elif outcome is RunOutcome.ERROR:
+            self.outcome = outcome
+            self.error_message = event.message.error_message
 
 
 class JsonRenderer:
@@ -170,6 +177,8 @@ class LiveRenderer:
         echo_prompt: show the prompt of a run (off in an interactive chat, where it was typed).
         summary_at_agent_end: write the closing summary on ``agent_end``; off when the owner
             calls :meth:`summary` itself once it is ready for more input (the chat).
+        clock: seconds, from any origin, for the durations shown; by default the time events
+            arrive, which is what they took when the run is shown as it happens.
     """
 
     def __init__(
@@ -179,22 +188,28 @@ class LiveRenderer:
         *,
         echo_prompt: bool = True,
         summary_at_agent_end: bool = True,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self.out = out
         self.style = style
         self.echo_prompt = echo_prompt
         self.summary_at_agent_end = summary_at_agent_end
-        self.stats = RunStats()
+        self.clock = clock
+        self.stats = RunStats(clock=clock)
         self.turn_number = 0
         """Turns shown so far: numbering goes on across the runs of a chat."""
         self._at_line_start = True
         self._seen_assistant = False
-        self._tool_started: dict[str, float] = {}
+        self._tool_started: dict[tuple[Path, str], float] = {}
+        """When each call started, by the sub-agent path it runs in and its id."""
+        self._call_count = 0
+        self._call_labels: dict[str, str] = {}
+        """``"research #2"``: how the lines of a call's sub-agent are labelled, by call id."""
         self._in_thinking = False
 
     def __call__(self, event: AgentEvent, signal: AbortSignal) -> None:
         if event.type == "agent_start":
-            self.stats = RunStats()
+            self.stats = RunStats(clock=self.clock)
         self.stats.observe(event, signal)
         self._render(event)
         self.out.flush()
@@ -276,22 +291,48 @@ class LiveRenderer:
 
     # --- tools ----------------------------------------------------------------------------------
 
-    def _tool_start(self, event: ToolExecutionStart) -> None:
-        self._tool_started[event.tool_call_id] = time.perf_counter()
+    def _tool_start(self, event: ToolExecutionStart, who: str = "", path: Path = ()) -> None:
+        self._tool_started[(path, event.tool_call_id)] = self.clock()
+        if not path:  # a call of the run itself: its sub-agent's lines are labelled after it
+            self._call_count += 1
+            self._call_labels[event.tool_call_id] = f"{event.tool_name} #{self._call_count}"
         args = clip(json.dumps(event.args, ensure_ascii=False), _ARGS_LIMIT)
-        self._line(f"  → {self.style.cyan(event.tool_name)} {self.style.dim(args)}")
+        name = self.style.cyan(event.tool_name)
+        self._line(f"{_indent(path)}{who}→ {name} {self.style.dim(args)}")
 
-    def _tool_update(self, event: ToolExecutionUpdate) -> None:
+    def _tool_update(self, event: ToolExecutionUpdate, who: str = "", path: Path = ()) -> None:
+        details = event.partial_result.details
+        if isinstance(details, SubagentEvent):
+            self._subagent_event(details, self._call_labels.get(event.tool_call_id, ""))
+            return
         progress = clip(_result_text(event.partial_result), _RESULT_LIMIT)
-        self._line(self.style.dim(f"  ⋯ {event.tool_name}: {progress}"))
+        self._line(f"{_indent(path)}{who}" + self.style.dim(f"⋯ {event.tool_name}: {progress}"))
 
-    def _tool_end(self, event: ToolExecutionEnd) -> None:
-        started = self._tool_started.pop(event.tool_call_id, None)
-        took = _duration(time.perf_counter() - started) if started is not None else "?"
+    def _tool_end(self, event: ToolExecutionEnd, who: str = "", path: Path = ()) -> None:
+        started = self._tool_started.pop((path, event.tool_call_id), None)
+        took = _duration(self.clock() - started) if started is not None else "?"
         preview = clip(_result_text(event.result), _RESULT_LIMIT)
         mark = self.style.red("✗") if event.is_error else self.style.green("✓")
         took = self.style.dim(f"({took})")
-        self._line(f"  {mark} {self.style.cyan(event.tool_name)}: {preview} {took}")
+        name = self.style.cyan(event.tool_name)
+        self._line(f"{_indent(path)}{who}{mark} {name}: {preview} {took}")
+
+    def _subagent_event(self, forwarded: SubagentEvent, call_label: str) -> None:
+        """A sub-agent's step, indented under the call that runs it and labelled with that call
+        (children run side by side): its tool calls and its replies, one line each, since a
+        child's streaming text would interleave with its siblings'."""
+        event, path = forwarded.event, forwarded.path
+        who = self.style.dim(" > ".join([call_label or path[0], *path[1:]]) + " ")
+        if isinstance(event, ToolExecutionStart):
+            self._tool_start(event, who, path)
+        elif isinstance(event, ToolExecutionUpdate):
+            self._tool_update(event, who, path)
+        elif isinstance(event, ToolExecutionEnd):
+            self._tool_end(event, who, path)
+        elif isinstance(event, MessageEnd) and isinstance(event.message, AssistantMessage):
+            text = " ".join(_assistant_text(event.message).split())
+            if text:
+                self._line(f"{_indent(path)}{who}{clip(text, _RESULT_LIMIT)}")
 
     # --- the summary ----------------------------------------------------------------------------
 
@@ -302,11 +343,8 @@ class LiveRenderer:
 
     def _summary(self) -> None:
         stats = self.stats
-        word = {
-            "done": self.style.green("done"),
-            "error": self.style.red("error"),
-            "aborted": self.style.yellow("aborted"),
-        }[stats.outcome]
+        color = {RunOutcome.DONE: self.style.green, RunOutcome.ERROR: self.style.red}
+        word = color.get(stats.outcome, self.style.yellow)(stats.outcome.value)
         parts = [
             word,
             _plural(stats.turns, "turn"),
@@ -332,6 +370,15 @@ class LiveRenderer:
     def _line(self, text: str) -> None:
         self._line_break()
         self._write(text + "\n")
+
+
+def _indent(path: Path) -> str:
+    """The indent of a tool line: two spaces, and two more per sub-agent level."""
+    return "  " * (len(path) + 1)
+
+
+def _assistant_text(message: AssistantMessage) -> str:
+    return " ".join(block.text for block in message.content if isinstance(block, TextContent))
 
 
 def _result_text(result: AgentToolResult) -> str:

@@ -11,11 +11,11 @@ import argparse
 import json
 import sys
 from collections.abc import Awaitable, Callable
+from datetime import datetime, timezone
 from typing import Any, TextIO
 
-from .._events import AgentEvent, TurnEnd
-from .._messages import AssistantMessage, TextContent, ToolCall, ToolResultMessage
-from .._texts import OPERATION_ABORTED
+from .. import AgentEvent, AssistantMessage, TextContent, ToolCall, ToolResultMessage, TurnEnd
+from ..lowlevel import OPERATION_ABORTED
 from ..nursery import AbortController
 from ._interrupt import EXIT_ABORTED, EXIT_ERROR, EXIT_OK
 from ._render import JsonRenderer, LiveRenderer, Style, use_color
@@ -25,7 +25,7 @@ from ._worker import add_db_option, import_durable, report_error, require_db
 
 __all__ = ["add_runs_parser", "runs_command"]
 
-_STATES = ("pending", "running", "success", "error", "cancelled")
+_STATES = ("pending", "running", "waiting", "success", "error", "cancelled")
 _STATUS_FIELDS = ("run_id", "agent", "state", "executor_id", "created_at")
 
 
@@ -44,7 +44,19 @@ def add_runs_parser(commands: Any) -> None:
     for name, what in (("steer", "steer"), ("follow-up", "queue a follow-up for")):
         verb = _verb(verbs, name, f"{what} a running run", run_id=True)
         verb.add_argument("text", metavar="TEXT", help="the message")
+    stop = _verb(verbs, "stop", "stop a run after its current step", run_id=True)
+    stop.add_argument(
+        "--grace", type=float, metavar="SECONDS", help="then abort it if still running after this"
+    )
     _verb(verbs, "abort", "abort a run softly: it closes out and succeeds", run_id=True)
+    _add_json(
+        _verb(verbs, "pending", "list a run's tool calls that wait for a decision", run_id=True)
+    )
+    approve = _verb(verbs, "approve", "let a waiting tool call run", run_id=True)
+    approve.add_argument("call_id", metavar="CALL_ID", help="the tool call's id")
+    deny = _verb(verbs, "deny", "answer a waiting tool call denied, unrun", run_id=True)
+    deny.add_argument("call_id", metavar="CALL_ID", help="the tool call's id")
+    deny.add_argument("--reason", metavar="TEXT", help="why: the model reads it")
     _verb(verbs, "cancel", "stop a run at its next step (resume continues it)", run_id=True)
     _verb(verbs, "resume", "continue a cancelled or orphaned run", run_id=True)
     events = _verb(verbs, "events", "render a run's events, live, until it ends", run_id=True)
@@ -65,6 +77,12 @@ def _verb(verbs: Any, name: str, help_text: str, *, run_id: bool = False) -> Any
     if run_id:
         verb.add_argument("run_id", metavar="ID", help="the run's id")
     add_db_option(verb)
+    verb.add_argument(
+        "--unreachable-after",
+        type=float,
+        metavar="SECONDS",
+        help="retry a database that is away for this long before giving up (default: 60)",
+    )
     return verb
 
 
@@ -78,14 +96,24 @@ async def runs_command(args: argparse.Namespace, out: TextIO | None = None) -> i
     _check(args)
     durable = import_durable()
     try:
-        async with durable.DurableRuns(database_url) as runs:
+        async with durable.DurableRuns(database_url, **_bounds(args)) as runs:
             return await _VERBS[args.verb](runs, args, out if out is not None else sys.stdout)
     except durable.DurableError as exc:
         return report_error(exc)
 
 
+def _bounds(args: argparse.Namespace) -> dict[str, Any]:
+    """The bounds given on the command line; the others keep DurableRuns's defaults."""
+    given = args.unreachable_after
+    return {} if given is None else {"unreachable_after": given}
+
+
 def _check(args: argparse.Namespace) -> None:
     """The usage errors that need no database, found before connecting to one."""
+    if args.unreachable_after is not None and not args.unreachable_after > 0:
+        raise UsageError("--unreachable-after must be positive")
+    if args.verb == "stop" and args.grace is not None and not args.grace >= 0:
+        raise UsageError("--grace must be a number of seconds >= 0")
     if args.verb == "start":
         if not args.prompt.strip():
             raise UsageError("the prompt is empty")
@@ -128,6 +156,37 @@ def _simple(method: str, done: str) -> Callable[[Any, argparse.Namespace, TextIO
     return verb
 
 
+async def _pending(runs: Any, args: argparse.Namespace, out: TextIO) -> int:
+    for call in await runs.pending(args.run_id):
+        fields = {"tool_call_id": call.tool_call_id, "tool_name": call.tool_name}
+        fields.update(args=call.args, reason=call.reason)
+        if args.json:
+            print(json.dumps(fields, default=str), file=out)
+        else:
+            why = f"  ({call.reason})" if call.reason else ""
+            arguments = json.dumps(call.args, default=str)
+            print(f"{call.tool_call_id}  {call.tool_name} {arguments}{why}", file=out)
+    return EXIT_OK
+
+
+async def _stop(runs: Any, args: argparse.Namespace, out: TextIO) -> int:
+    await runs.stop(args.run_id, grace=args.grace)
+    print(f"run {args.run_id}: stopping", file=sys.stderr)
+    return EXIT_OK
+
+
+async def _approve(runs: Any, args: argparse.Namespace, out: TextIO) -> int:
+    await runs.approve(args.run_id, args.call_id)
+    print(f"run {args.run_id}: {args.call_id} approved", file=sys.stderr)
+    return EXIT_OK
+
+
+async def _deny(runs: Any, args: argparse.Namespace, out: TextIO) -> int:
+    await runs.deny(args.run_id, args.call_id, args.reason)
+    print(f"run {args.run_id}: {args.call_id} denied", file=sys.stderr)
+    return EXIT_OK
+
+
 async def _events(runs: Any, args: argparse.Namespace, out: TextIO) -> int:
     return await _render_events(runs, args.run_id, args, out)
 
@@ -137,8 +196,8 @@ async def _status(runs: Any, args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         print(json.dumps(_status_dict(status), default=str), file=out)
     else:
-        for field in _STATUS_FIELDS:
-            print(f"{field}: {getattr(status, field)}", file=out)
+        for field, text in zip(_STATUS_FIELDS, _status_texts(status), strict=True):
+            print(f"{field}: {text}", file=out)
     return EXIT_OK
 
 
@@ -151,12 +210,16 @@ async def _result(runs: Any, args: argparse.Namespace, out: TextIO) -> int:
 
 
 async def _list(runs: Any, args: argparse.Namespace, out: TextIO) -> int:
-    for status in await runs.list_runs(state=args.state, agent=args.agent):
-        row = _status_dict(status)
-        if args.json:
-            print(json.dumps(row, default=str), file=out)
-        else:
-            print("  ".join(str(row[field]) for field in _STATUS_FIELDS), file=out)
+    found = await runs.list_runs(state=args.state, agent=args.agent)
+    if args.json:
+        for status in found:
+            print(json.dumps(_status_dict(status), default=str), file=out)
+        return EXIT_OK
+    rows = [list(_STATUS_FIELDS), *(_status_texts(status) for status in found)]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(_STATUS_FIELDS))]
+    for row in rows:
+        cells = (text.ljust(width) for text, width in zip(row, widths, strict=True))
+        print("  ".join(cells).rstrip(), file=out)
     return EXIT_OK
 
 
@@ -173,6 +236,10 @@ _VERBS: dict[str, Callable[[Any, argparse.Namespace, TextIO], Awaitable[int]]] =
     "steer": _simple("steer", "steered"),
     "follow-up": _simple("follow_up", "follow-up queued"),
     "abort": _simple("abort", "aborting"),
+    "stop": _stop,
+    "pending": _pending,
+    "approve": _approve,
+    "deny": _deny,
     "cancel": _simple("cancel", "cancelled"),
     "resume": _simple("resume", "resumed"),
     "events": _events,
@@ -188,16 +255,39 @@ _VERBS: dict[str, Callable[[Any, argparse.Namespace, TextIO], Awaitable[int]]] =
 
 async def _render_events(runs: Any, run_id: str, args: argparse.Namespace, out: TextIO) -> int:
     """Render the run's events from ``--after`` to its end; the exit status tells how it ended."""
-    renderer = JsonRenderer(out) if args.json else LiveRenderer(out, Style(use_color(out)))
+    recorded = _RecordedTime()
+    if args.json:
+        renderer: JsonRenderer | LiveRenderer = JsonRenderer(out)
+    else:
+        renderer = LiveRenderer(out, Style(use_color(out)), clock=recorded)
     ended = False
-    async for _offset, event in runs.events(run_id, after=getattr(args, "after", -1)):
+    async for _offset, at_ms, event in runs.timed_events(run_id, after=getattr(args, "after", -1)):
+        recorded.at(at_ms)
         renderer(event, _signal_for(event))
         ended = ended or event.type == "agent_end"
     if ended:
-        return exit_code(renderer.stats)
+        return exit_code(renderer.stats.outcome)
     state = (await runs.status(run_id)).state
     renderer.note(f"run {run_id} ended without finishing: {state}")
     return EXIT_ABORTED if state == "cancelled" else EXIT_ERROR
+
+
+class _RecordedTime:
+    """The renderer's clock: the run's recorded time of the event being rendered, in seconds.
+
+    Events are read long after they happened (or replayed at once): their arrival times say
+    nothing about how long the run's steps took, their recorded times do.
+    """
+
+    def __init__(self) -> None:
+        self._seconds = 0.0
+
+    def at(self, at_ms: int | None) -> None:
+        if at_ms is not None:  # an event written without a time: keep the last one
+            self._seconds = at_ms / 1000
+
+    def __call__(self) -> float:
+        return self._seconds
 
 
 def _signal_for(event: AgentEvent) -> Any:
@@ -218,7 +308,20 @@ def _was_aborted(result: ToolResultMessage) -> bool:
 
 
 def _status_dict(status: Any) -> dict[str, Any]:
+    """The status for ``--json``: ``created_at`` in milliseconds since the epoch, as recorded."""
     return {field: getattr(status, field) for field in _STATUS_FIELDS}
+
+
+def _status_texts(status: Any) -> list[str]:
+    """The status for people: ``created_at`` as an ISO time (UTC), a missing executor as ``-``."""
+    created = datetime.fromtimestamp(status.created_at / 1000, tz=timezone.utc)
+    return [
+        status.run_id,
+        status.agent,
+        status.state,
+        status.executor_id or "-",
+        created.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+    ]
 
 
 def _message_line(message: Any) -> str:

@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 import attrs
 
-from .._messages import Model
-from .._registry import stream_simple
+from .. import Model, stream_simple
+from ..lowlevel import BUILT_IN_PROVIDERS, install_hint
 from ._demo import DEMO_API, DemoModel
 from ._interrupt import wait_for_stop_signal
 from ._setup import UsageError
@@ -24,6 +24,7 @@ __all__ = [
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "hypercorn_config",
+    "hypercorn_serve",
     "proxy_token",
     "serve_proxy",
 ]
@@ -37,7 +38,8 @@ _KEEP_ALIVE_TIMEOUT = 5.0
 """Seconds an idle connection stays open between requests."""
 _GRACEFUL_TIMEOUT = 10.0
 """Seconds the streams in flight get to finish after SIGINT / SIGTERM."""
-_SERVED_APIS = frozenset({"openai-completions", "anthropic-messages", DEMO_API})
+_SERVED_APIS = frozenset({*BUILT_IN_PROVIDERS, DEMO_API})
+"""pi_core's own providers (which stream_simple finds by api) and the demo model."""
 
 
 def proxy_token(env_var: str) -> str:
@@ -74,7 +76,7 @@ async def serve_proxy(
     """
     app = _make_app(token)
     config = hypercorn_config(host, port, backlog)
-    serve = _hypercorn_serve(backend)
+    serve = hypercorn_serve(backend)
     # hypercorn logs the address once bound (the real port, when asked for port 0).
     print("pi-core proxy: POST /api/stream with the bearer token; Ctrl-C stops", file=sys.stderr)
     await serve(app, config, shutdown_trigger=wait_for_stop_signal)
@@ -85,20 +87,12 @@ def _make_app(token: str) -> Any:
         from ..proxy import create_proxy_app
     except ImportError:
         raise UsageError("serve-proxy needs pi_core.proxy, which is not available") from None
-    _register_providers()
+    DemoModel().register()
     return create_proxy_app(stream_fn=stream_simple, auth_token=token, resolve_model=_pin_model)
 
 
-def _register_providers() -> None:
-    from ..providers import anthropic, openai
-
-    openai.register()
-    anthropic.register()
-    DemoModel().register()
-
-
 def _pin_model(model: Model) -> Model | None:
-    """Serve the registered apis only, each at its provider's own URL.
+    """Serve pi_core's own providers and the demo only, each at its provider's own URL.
 
     The server holds the API keys: a base URL chosen by the client could send them elsewhere.
     """
@@ -112,9 +106,7 @@ def hypercorn_config(host: str, port: int, backlog: int = DEFAULT_BACKLOG) -> An
     try:
         from hypercorn.config import Config
     except ImportError:
-        raise UsageError(
-            "serve-proxy needs hypercorn: pip install 'pi-agent-core-py[server]'"
-        ) from None
+        raise UsageError(f"serve-proxy needs hypercorn: {install_hint('server')}") from None
     config = Config()
     config.bind = [f"{host}:{port}"]
     config.backlog = backlog
@@ -123,7 +115,8 @@ def hypercorn_config(host: str, port: int, backlog: int = DEFAULT_BACKLOG) -> An
     return config
 
 
-def _hypercorn_serve(backend: str) -> Any:
+def hypercorn_serve(backend: str) -> Any:
+    """hypercorn's ``serve`` for ``backend``."""
     if backend == "trio":
         from hypercorn.trio import serve as serve_trio
 

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Sequence
 from typing import Literal
 
 import attrs
 
-from .._agent import Agent
-from .._hooks import ToolExecution
-from .._messages import Model, ThinkingLevel
-from .._options import StreamFn, StreamOptions
-from .._tools import AgentTool
+from .. import (
+    Agent,
+    AgentTool,
+    Model,
+    StreamFn,
+    StreamOptions,
+    ThinkingLevel,
+    ToolExecution,
+    agent_tool,
+)
+from ..lowlevel import BUILT_IN_PROVIDERS, built_in_stream
 from ..models import ModelNotFoundError, api_key_env, get_model
 from ._demo import DEMO_API, DEMO_MODEL_ID, DEMO_TOKENS_PER_SECOND, DemoModel
 from ._tools import make_demo_tools
@@ -23,7 +28,6 @@ __all__ = [
     "DEFAULT_PROXY_TOKEN_ENV",
     "DEFAULT_SYSTEM_PROMPT",
     "PROVIDERS",
-    "STREAM_FUNCTIONS",
     "AgentSettings",
     "Connection",
     "UsageError",
@@ -35,18 +39,15 @@ Provider = Literal["faux", "catalogue", "openai", "anthropic", "proxy"]
 PROVIDERS: tuple[Provider, ...] = ("faux", "catalogue", "openai", "anthropic", "proxy")
 DEFAULT_APIS = {"openai": "openai-completions", "anthropic": "anthropic-messages"}
 """The api of a model that ``--provider`` names and the catalogue does not have."""
-STREAM_FUNCTIONS = {
-    "openai-completions": ("pi_core.providers.openai", "stream_openai"),
-    "anthropic-messages": ("pi_core.providers.anthropic", "stream_anthropic"),
-    "openai-responses": ("pi_core.providers.openai_responses", "stream_openai_responses"),
-    "google-generative-ai": ("pi_core.providers.google", "stream_google"),
-}
-"""Where the stream function of each api that the CLI can use lives (imported when used)."""
 DEFAULT_PROXY_TOKEN_ENV = "PI_CORE_PROXY_TOKEN"
 DEFAULT_SYSTEM_PROMPT = (
     "You are the pi-core demo assistant. Use the tools when they help: calculate for arithmetic, "
-    "read_file and list_dir for files in the working directory, now for the time, sleep to wait. "
-    "Answer briefly."
+    "read_file and list_dir for files in the working directory, now for the time, sleep to wait, "
+    "research to hand a task to a helper with the same tools. Answer briefly."
+)
+RESEARCH_SYSTEM_PROMPT = (
+    "You are a pi-core research helper. Do the task you are given with the tools, then report "
+    "what you found in a few lines."
 )
 
 
@@ -88,45 +89,59 @@ class Connection:
 
 
 def build_agent(
-    settings: AgentSettings, root: str = ".", extra_tools: Sequence[AgentTool] = ()
+    settings: AgentSettings, root: str = ".", mcp_servers: Sequence[Sequence[AgentTool]] = ()
 ) -> tuple[Agent, str]:
-    """The agent the settings describe, with the built-in tools (then ``extra_tools``), and a
-    one-line description.
+    """The agent the settings describe, with the built-in tools (then those of each MCP server
+    of ``mcp_servers``, then ``research``: a sub-agent with all of those), and a one-line
+    description.
 
     Raises:
         UsageError: the provider cannot be used as configured (no model, no key …).
     """
-    connection = connect(settings)
-    tools = [*make_demo_tools(root), *extra_tools]
-    agent = Agent(
-        system_prompt=settings.system if settings.system is not None else DEFAULT_SYSTEM_PROMPT,
-        model=connection.model,
-        stream_fn=connection.stream_fn,
-        thinking_level=settings.thinking,
-        tools=tools,
-        tool_execution=settings.tool_execution,
-        options=connection.options,
+    connection = connect(settings, [[tool.name for tool in tools] for tools in mcp_servers])
+    base = [*make_demo_tools(root), *(tool for tools in mcp_servers for tool in tools)]
+
+    def make_agent(system_prompt: str, tools: Sequence[AgentTool]) -> Agent:
+        return Agent(
+            system_prompt=system_prompt,
+            model=connection.model,
+            stream_fn=connection.stream_fn,
+            thinking_level=settings.thinking,
+            tools=tools,
+            tool_execution=settings.tool_execution,
+            options=connection.options,
+        )
+
+    research = agent_tool(
+        lambda _args: make_agent(RESEARCH_SYSTEM_PROMPT, base),
+        name="research",
+        description="Hand a task to a helper agent with the same tools; it answers with a report.",
     )
+    tools = [*base, research]
+    system = settings.system if settings.system is not None else DEFAULT_SYSTEM_PROMPT
+    agent = make_agent(system, tools)
     names = ", ".join(tool.name for tool in tools)
     return agent, f"pi-core · {connection.label} · tools: {names}"
 
 
-def connect(settings: AgentSettings) -> Connection:
-    """The model and stream function of ``settings.provider``.
+def connect(settings: AgentSettings, mcp_servers: Sequence[Sequence[str]] = ()) -> Connection:
+    """The model and stream function of ``settings.provider``; the demo model is told the tool
+    names of each MCP server.
 
     Raises:
         UsageError: see :func:`build_agent`.
     """
     if settings.provider == "faux":
-        return _demo(settings)
+        return _demo(settings, mcp_servers)
     if settings.provider == "proxy":
         return _proxy(settings)
     return _direct(settings)
 
 
-def _demo(settings: AgentSettings) -> Connection:
+def _demo(settings: AgentSettings, mcp_servers: Sequence[Sequence[str]]) -> Connection:
     # JSON output is for programs, which gain nothing from watching text appear slowly.
-    demo = DemoModel(tokens_per_second=None if settings.json else DEMO_TOKENS_PER_SECOND)
+    pace = None if settings.json else DEMO_TOKENS_PER_SECOND
+    demo = DemoModel(tokens_per_second=pace, mcp_servers=mcp_servers)
     return Connection(
         demo.model, demo.stream, StreamOptions(), f"{DEMO_MODEL_ID} (built-in demo model)"
     )
@@ -149,11 +164,8 @@ def _direct_model(settings: AgentSettings) -> Model:
     ``--api`` and ``--base-url`` override either."""
     model_id = _require(settings.model, "--model is required with --provider " + settings.provider)
     if settings.provider == "catalogue":
-        provider, _, model_id = model_id.partition("/")
-        if not model_id:
-            raise UsageError("--model takes provider/id, e.g. anthropic/claude-sonnet-4-5")
         try:
-            model = get_model(provider, model_id)
+            model = get_model(model_id)
         except ModelNotFoundError as exc:
             raise UsageError(str(exc)) from None
     else:
@@ -175,12 +187,10 @@ def _known_or_described(provider: str, model_id: str, reasoning: bool) -> Model:
 
 def _stream_fn(api: str) -> StreamFn:
     """The stream function of ``api`` among the providers pi_core ships."""
-    where = STREAM_FUNCTIONS.get(api)
-    if where is None:
-        served = ", ".join(sorted(STREAM_FUNCTIONS))
+    stream_fn = built_in_stream(api)
+    if stream_fn is None:
+        served = ", ".join(sorted(BUILT_IN_PROVIDERS))
         raise UsageError(f"pi-core has no provider for api {api!r} (it serves {served})")
-    module = importlib.import_module(where[0])
-    stream_fn: StreamFn = getattr(module, where[1])
     return stream_fn
 
 

@@ -17,18 +17,21 @@ import sys
 import threading
 import time
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from ..lowlevel import install_hint
+
 if TYPE_CHECKING:
     from prompt_toolkit.history import History
+    from prompt_toolkit.key_binding import KeyPressEvent
 
 __all__ = [
     "HISTORY_VARIABLE",
-    "INSTALL_HINT",
     "available",
     "history_file",
+    "install_note",
     "start_terminal_input",
     "terminal_output",
 ]
@@ -36,7 +39,6 @@ __all__ = [
 HISTORY_VARIABLE = "PI_CORE_CHAT_HISTORY"
 """The environment variable naming the history file; ``off`` (or empty) keeps none."""
 
-INSTALL_HINT = "line editing and history need prompt_toolkit: pip install 'pi-agent-core-py[chat]'"
 _SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 
@@ -66,6 +68,11 @@ def _history() -> History:
             return InMemoryHistory()
         return FileHistory(path)
     return InMemoryHistory()
+
+
+def install_note() -> str:
+    """What the chat says on a terminal without prompt_toolkit: what the extra adds, and how."""
+    return f"line editing and history need prompt_toolkit: {install_hint('chat')}"
 
 
 def available() -> bool:
@@ -111,23 +118,46 @@ def start_terminal_input(
     on_interrupt: Callable[[], bool],
     on_end: Callable[[], bool],
     status: Callable[[], str],
-) -> None:
+    commands: Sequence[str] = (),
+) -> Callable[[], None]:
     """Read lines in a daemon thread until the end of input, calling the thread-safe callbacks
     (which return False once the chat is over). ``status()`` is the text of the status line (a
-    spinner is added while it is not empty)."""
+    spinner is added while it is not empty); Tab completes the slash ``commands``.
+
+    Returns:
+        ``stop()``: ends the input line and erases it, so that nothing stale stays on screen
+        (nor the shell's prompt after ours); call it before leaving :func:`terminal_output`.
+    """
     from prompt_toolkit import PromptSession
+    from prompt_toolkit.completion import WordCompleter
+    from prompt_toolkit.key_binding import KeyBindings
 
     def toolbar() -> str:
         text = status()
         return f"{_SPINNER[int(time.monotonic() * 10) % len(_SPINNER)]} {text}" if text else ""
 
+    bindings = KeyBindings()
+
+    @bindings.add("c-c")
+    def _interrupt(event: KeyPressEvent) -> None:
+        # Erased: the chat says what Ctrl-C did, and a new prompt follows.
+        event.app.erase_when_done = True
+        event.app.exit(exception=KeyboardInterrupt(), style="class:aborting")
+
     session: PromptSession[str] = PromptSession(
-        history=_history(), bottom_toolbar=toolbar, refresh_interval=0.1
+        history=_history(),
+        bottom_toolbar=toolbar,
+        refresh_interval=0.1,
+        # sentence: the line so far is compared, so only a line's first word is completed.
+        completer=WordCompleter(list(commands), sentence=True),
+        complete_while_typing=False,
+        key_bindings=bindings,
     )
+    stopping = threading.Event()
 
     def read() -> None:
         going = True
-        while going:
+        while going and not stopping.is_set():
             try:
                 going = on_line(session.prompt("you> "))
             except KeyboardInterrupt:
@@ -135,5 +165,29 @@ def start_terminal_input(
             except EOFError:
                 on_end()
                 return
+            finally:
+                session.app.erase_when_done = False
 
-    threading.Thread(target=read, name="pi-core chat prompt", daemon=True).start()
+    reader = threading.Thread(target=read, name="pi-core chat prompt", daemon=True)
+    reader.start()
+
+    def stop() -> None:
+        stopping.set()
+        app = session.app
+        loop = app.loop
+        if loop is None or not app.is_running:
+            return
+
+        def end() -> None:
+            if app.is_running and not app.future.done():  # type: ignore[union-attr]
+                app.erase_when_done = True
+                app.exit(exception=EOFError())
+
+        loop.call_soon_threadsafe(end)
+        reader.join(_STOP_TIMEOUT)
+
+    return stop
+
+
+_STOP_TIMEOUT = 2.0
+"""How long ``stop()`` waits for the input line to be erased (it takes a redraw)."""

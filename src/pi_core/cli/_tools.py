@@ -14,9 +14,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
-from .._decorator import tool
-from .._messages import TextContent
-from .._tools import AgentTool, AgentToolResult, ToolUpdateCallback
+from .. import AgentTool, AgentToolResult, TextContent, ToolUpdateCallback, tool
 from ..nursery import AbortSignal
 from ._calc import calculate as evaluate
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import sys
 from types import ModuleType
 from typing import Any
 
+from ..lowlevel import install_hint
 from ._interrupt import EXIT_ERROR, EXIT_OK, wait_for_stop_signal
 from ._setup import UsageError
 
@@ -63,6 +65,13 @@ def add_worker_parser(commands: Any) -> None:
         "--concurrency", type=int, default=25, help="runs served at once (default: 25)"
     )
     worker.add_argument(
+        "--max-result-bytes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the largest tool result a run records, in bytes of JSON (default: 2 MiB)",
+    )
+    worker.add_argument(
         "--app-version",
         metavar="VERSION",
         help="the version of the agents' code; workers serve only runs of their own version",
@@ -75,7 +84,7 @@ def import_durable() -> ModuleType:
         return importlib.import_module("pi_core.durable")
     except ImportError as exc:
         raise UsageError(
-            f"durable runs need the durable extra: pip install 'pi-agent-core-py[durable]' ({exc})"
+            f"durable runs need the durable extra: {install_hint('durable')} ({exc})"
         ) from None
 
 
@@ -98,11 +107,16 @@ def split_target(target: str) -> tuple[str, str]:
     return module_name, attribute
 
 
+class TargetError(Exception):
+    """The module of a ``MODULE:ATTR`` target raised while it was imported."""
+
+
 def load_agents(target: str, kind: type) -> Any:
     """Import ``MODULE:ATTR`` (the working directory first on the path) and check its type.
 
     Raises:
-        UsageError: the target is malformed, cannot be imported, or is not a ``kind``.
+        UsageError: the target is malformed, cannot be found, or is not a ``kind``.
+        TargetError: importing the module raised (its own code failed).
     """
     module_name, attribute = split_target(target)
     if os.getcwd() not in sys.path:  # what `python -m` does; the console script does not
@@ -111,6 +125,8 @@ def load_agents(target: str, kind: type) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise UsageError(f"cannot import {module_name!r}: {exc}") from None
+    except Exception as exc:  # the module's own code: say what and where, in one line
+        raise TargetError(f"importing {module_name!r} raised {_one_line(exc)}") from None
     agents = getattr(module, attribute, None)
     if not isinstance(agents, kind):
         found = "nothing" if agents is None else f"a {type(agents).__name__}"
@@ -124,8 +140,14 @@ async def worker_command(args: argparse.Namespace) -> int:
     database_url = require_db(args)
     if args.concurrency < 1:
         raise UsageError("--concurrency must be at least 1")
+    if args.max_result_bytes is not None and args.max_result_bytes < 1:
+        raise UsageError("--max-result-bytes must be at least 1")
     durable = import_durable()
-    agents = load_agents(args.target, durable.DurableAgents)
+    try:
+        agents = load_agents(args.target, durable.DurableAgents)
+    except TargetError as exc:
+        return report_error(exc)
+    _log_runs_to_stderr()
     try:
         async with durable.open_worker(
             agents,
@@ -133,6 +155,7 @@ async def worker_command(args: argparse.Namespace) -> int:
             executor_id=args.executor_id,
             concurrency=args.concurrency,
             app_version=args.app_version,
+            **_limits(args),
         ):
             names = ", ".join(agents.names) or "no agents"
             ready = _READY.format(executor_id=args.executor_id, target=args.target, names=names)
@@ -142,6 +165,28 @@ async def worker_command(args: argparse.Namespace) -> int:
         return report_error(exc)
     print(f"pi-core worker {args.executor_id}: stopped", file=sys.stderr)
     return EXIT_OK
+
+
+def _limits(args: argparse.Namespace) -> dict[str, Any]:
+    """The caps given on the command line; the others keep open_worker's defaults."""
+    given = {"max_result_bytes": args.max_result_bytes}
+    return {name: value for name, value in given.items() if value is not None}
+
+
+def _log_runs_to_stderr() -> None:
+    """A worker has no view: what happens to its runs (a cancellation, say) goes to stderr."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    runs_logger = logging.getLogger("pi_core.durable")
+    runs_logger.setLevel(logging.INFO)
+    runs_logger.addHandler(handler)
+    runs_logger.propagate = False  # with -v the root handler would write each line twice
+
+
+def _one_line(exc: BaseException) -> str:
+    """``Type: message`` of ``exc``, with where a syntax error is, on one line."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def report_error(exc: BaseException) -> int:

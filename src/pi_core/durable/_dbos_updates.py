@@ -14,9 +14,10 @@ from typing import Any
 import anyio
 from dbos import DBOS
 
-from .._events import AgentEvent
+from .. import AgentEvent
+from ._dbos_logs import durable_logger, engine_error_text
 from ._dbos_names import EVENTS
-from ._record import encode_event
+from ._record import encode_event, step_end
 
 __all__ = ["UpdateWriter", "open_update_writer"]
 
@@ -27,14 +28,17 @@ class UpdateWriter:
     __slots__ = ("_closed", "_pending", "_wake")
 
     def __init__(self) -> None:
-        self._pending: list[dict[str, Any]] = []
+        self._pending: list[list[Any]] = []
         self._wake = anyio.Event()
         self._closed = False
 
     def post(self, event: AgentEvent) -> None:
-        """Queue ``event`` for writing; never blocks. After the step ended it is dropped."""
+        """Queue ``event`` for writing; never blocks. After the step ended it is dropped.
+
+        It is stamped with the wall clock: updates are not recorded, so neither is their time.
+        """
         if not self._closed:
-            self._pending.append(encode_event(event))
+            self._pending.append(encode_event(event, step_end()))
             self._wake.set()
 
     def close(self) -> None:
@@ -42,11 +46,23 @@ class UpdateWriter:
         self._wake.set()
 
     async def write_all(self) -> None:
-        """Write batches until closed and drained."""
+        """Write batches until closed and drained.
+
+        Updates are best effort: when the database fails to take one, the step's later updates
+        are dropped, and the step (whose outcome is recorded, or not, on its own) goes on.
+        """
         while True:
             if self._pending:
                 batch, self._pending = self._pending, []
-                await DBOS.write_stream_async(EVENTS, batch)
+                try:
+                    await DBOS.write_stream_async(EVENTS, batch)
+                except Exception as exc:  # the engine's stops are BaseExceptions: they pass
+                    self._closed = True
+                    self._pending = []
+                    durable_logger.warning(
+                        "a step's updates could not be written, the rest are dropped: %s",
+                        engine_error_text(exc),
+                    )
             elif self._closed:
                 return
             else:

@@ -9,8 +9,16 @@ from typing import Any
 
 from dbos import DBOS, DBOSConfig, SetWorkflowID
 
-from ._dbos_names import AGENTS_WORKFLOW, QUEUE, agents_workflow_id, masked
-from ._dbos_run import serve
+from ._dbos_logs import filtered_dbos_log
+from ._dbos_names import (
+    AGENTS_WORKFLOW,
+    QUEUE,
+    agents_workflow_id,
+    check_database_url,
+    masked,
+)
+from ._dbos_run import Serving, serve
+from ._record import MAX_RESULT_BYTES
 from ._spec import DurableAgents, DurableError
 
 __all__ = ["open_worker"]
@@ -33,6 +41,7 @@ async def open_worker(
     executor_id: str,
     concurrency: int = 25,
     app_version: str | None = None,
+    max_result_bytes: int = MAX_RESULT_BYTES,
 ) -> AsyncIterator[None]:
     """Serve durable runs of ``agents`` from this process until the block exits.
 
@@ -47,17 +56,26 @@ async def open_worker(
         concurrency: how many runs this worker executes at once.
         app_version: the version of the agents' code. Workers serve and recover only runs of
             their own version; set it explicitly and change it when the agents change.
+        max_result_bytes: the largest tool result a run records, in bytes of its JSON; a larger
+            one is replaced by an error result saying so.
 
     Raises:
-        DurableError: the database cannot be reached, or this is not asyncio.
-        ValueError: ``executor_id`` is empty or ``concurrency`` is not positive.
+        DurableError: the database cannot be reached or is neither SQLite nor Postgres,
+            ``agents`` defines no agent, or this is not asyncio.
+        ValueError: ``executor_id`` is empty, or ``concurrency`` or ``max_result_bytes`` is not
+            positive.
     """
     _require_asyncio()
+    check_database_url(database_url)
+    if not agents.names:
+        raise DurableError("the DurableAgents defines no agent: a worker would serve nothing")
     if not executor_id:
         raise ValueError("a worker needs an explicit executor_id (stable across restarts)")
     if concurrency < 1:
         raise ValueError(f"concurrency must be a positive int, not {concurrency!r}")
-    serve(agents)
+    if max_result_bytes < 1:
+        raise ValueError(f"max_result_bytes must be a positive int, not {max_result_bytes!r}")
+    serve(Serving(agents, max_result_bytes))
     config: DBOSConfig = {
         "name": "pi_core",
         "system_database_url": database_url,
@@ -67,19 +85,20 @@ async def open_worker(
     }
     if app_version is not None:
         config["application_version"] = app_version
-    _launch(config, database_url)
-    try:
-        await DBOS.register_queue_async(
-            QUEUE,
-            worker_concurrency=concurrency,
-            polling_interval_sec=_QUEUE_POLLING_SECONDS,
-            on_conflict="always_update",
-        )
-        await _announce(agents, executor_id)
-        yield
-    finally:
-        serve(None)
-        DBOS.destroy(workflow_completion_timeout_sec=0)
+    with filtered_dbos_log():
+        _launch(config, database_url)
+        try:
+            await DBOS.register_queue_async(
+                QUEUE,
+                worker_concurrency=concurrency,
+                polling_interval_sec=_QUEUE_POLLING_SECONDS,
+                on_conflict="always_update",
+            )
+            await _announce(agents, executor_id)
+            yield
+        finally:
+            serve(None)
+            DBOS.destroy(workflow_completion_timeout_sec=0)
 
 
 def _launch(config: DBOSConfig, database_url: str) -> None:

@@ -14,7 +14,8 @@ from __future__ import annotations
 from .._public import publish_module_names
 from ._connect import mcp_tools
 from ._servers import HttpServer, StdioServer, ToolServerError
+from ._tools import MCPToolError
 
-__all__ = ("HttpServer", "StdioServer", "ToolServerError", "mcp_tools")
+__all__ = ("HttpServer", "MCPToolError", "StdioServer", "ToolServerError", "mcp_tools")
 
 publish_module_names(globals(), __all__, __name__)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import httpx2
 
-from .._texts import exception_text
+from ..lowlevel import http_failure_text
 
 __all__ = ["open_http_client"]
 
@@ -31,7 +31,8 @@ class _ServerGoneTransport(httpx2.AsyncBaseTransport):
         try:
             return await self._inner.handle_async_request(request)
         except httpx2.TransportError as exc:
-            error = {"code": _SERVER_ERROR, "message": exception_text(exc)}
+            # Never the stack's own text: it can quote a request header, a token with it.
+            error = {"code": _SERVER_ERROR, "message": http_failure_text(exc)}
             body = {"jsonrpc": "2.0", "id": None, "error": error}
             return httpx2.Response(503, json=body, request=request)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import sys
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager, nullcontext
 from pathlib import Path
@@ -14,8 +15,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from .._exceptions import PiCoreError
+from .. import PiCoreError
 from ._http import open_http_client
+from ._stdio import stdio_transport
 
 __all__ = [
     "HttpServer",
@@ -74,8 +76,13 @@ def describe(server: StdioServer | HttpServer | ClientSession) -> str:
 
 
 @asynccontextmanager
-async def open_session(server: StdioServer | HttpServer, seconds: float) -> AsyncIterator[Any]:
+async def open_session(
+    server: StdioServer | HttpServer, seconds: float, max_message_bytes: int | None
+) -> AsyncIterator[Any]:
     """Connect to ``server`` and initialize the session; yields the ``ClientSession``.
+
+    Over stdio, a message longer than ``max_message_bytes`` is dropped unread (``None``: no
+    bound); the request it answers gets an error saying so.
 
     Raises:
         ToolServerError: the server could not start, closed the connection before it was ready,
@@ -84,7 +91,8 @@ async def open_session(server: StdioServer | HttpServer, seconds: float) -> Asyn
     name = describe(server)
     async with AsyncExitStack() as stack:
         with startup_step(name, "start"):
-            read, write = await stack.enter_async_context(_transport(server))
+            transport = _transport(server, name, max_message_bytes)
+            read, write = await stack.enter_async_context(transport)
             session = await stack.enter_async_context(ClientSession(read, write))
         with startup_step(name, "answer initialize", seconds):
             await session.initialize()
@@ -110,8 +118,14 @@ def startup_step(name: str, step: str, seconds: float | None = None) -> Iterator
         raise ToolServerError(f"MCP server {name} failed to {step}: {exc}") from exc
 
 
-def _transport(server: StdioServer | HttpServer) -> Any:
-    if isinstance(server, StdioServer):
+def _transport(server: StdioServer | HttpServer, name: str, limit: int | None) -> Any:
+    if isinstance(server, StdioServer) and sys.platform != "win32":
+        env = dict(server.env) if server.env is not None else None
+        args = list(server.args)
+        return stdio_transport(
+            server.command, args, env, server.cwd, name=name, max_message_bytes=limit
+        )
+    if isinstance(server, StdioServer):  # the SDK's transport knows Windows' process model
         parameters = StdioServerParameters(
             command=server.command,
             args=list(server.args),

@@ -10,17 +10,37 @@ from mcp.shared.exceptions import MCPError
 
 from mcp import ClientSession
 
-from .._messages import ImageContent, TextContent
-from .._tools import AgentTool, AgentToolResult, ToolUpdateCallback
+from .. import (
+    AgentTool,
+    AgentToolResult,
+    ImageContent,
+    PiCoreError,
+    TextContent,
+    ToolUpdateCallback,
+)
+from ..lowlevel import ReportedToolError
 from ..nursery import AbortSignal
 
-__all__ = ["MCPToolError", "agent_tool", "select_tools"]
+__all__ = ["TOO_LARGE", "MCPToolError", "agent_tool", "select_tools", "too_large_text"]
 
 ResultContent = list[TextContent | ImageContent]
 
+_SESSION_FAULTS = frozenset({mcp_types.CONNECTION_CLOSED, mcp_types.REQUEST_TIMEOUT})
+"""The SDK's codes of a call that got no answer; any other code is the server's own error reply."""
 
-class MCPToolError(Exception):
-    """A failed MCP call; the loop turns its text into the call's error result."""
+TOO_LARGE = -32099
+"""The code of the error response that stands for a response too large to take (a JSON-RPC
+implementation-defined server error)."""
+
+
+class MCPToolError(PiCoreError):
+    """Raised by an MCP tool's ``execute`` for a failed call: the server's ``isError`` result or
+    a request that failed. In a run the loop turns its text into the call's error result."""
+
+
+class MCPReportedError(MCPToolError, ReportedToolError):
+    """The server answered the call with an error (``isError``, or a JSON-RPC error): the
+    server's own outcome, which the loop logs at DEBUG only."""
 
 
 def select_tools(
@@ -39,9 +59,16 @@ def select_tools(
 
 
 def agent_tool(
-    session: ClientSession, tool: mcp_types.Tool, prefix: str, server_name: str
+    session: ClientSession,
+    tool: mcp_types.Tool,
+    prefix: str,
+    server_name: str,
+    timeout: float | None,
+    max_result_bytes: int | None,
 ) -> AgentTool:
-    """An :class:`AgentTool` whose ``execute`` is a ``tools/call`` of ``tool`` on ``session``."""
+    """An :class:`AgentTool` whose ``execute`` is a ``tools/call`` of ``tool`` on ``session``,
+    waiting at most ``timeout`` seconds for the answer and taking a result of at most
+    ``max_result_bytes`` (``None``: without a bound)."""
     name = tool.name
 
     async def execute(
@@ -49,10 +76,15 @@ def agent_tool(
     ) -> AgentToolResult:
         try:
             result = await session.call_tool(
-                name, params, progress_callback=_progress_reporter(on_update)
+                name,
+                params,
+                read_timeout_seconds=timeout,
+                progress_callback=_progress_reporter(on_update),
             )
         except MCPError as exc:
-            raise MCPToolError(f"MCP server {server_name} failed during {name}: {exc}") from exc
+            raise _call_error(exc, server_name, name, timeout) from exc
+        if max_result_bytes is not None and (size := _size(result)) > max_result_bytes:
+            raise MCPToolError(too_large_text(server_name, size, max_result_bytes))
         return tool_result(result)
 
     return AgentTool(
@@ -64,17 +96,44 @@ def agent_tool(
     )
 
 
+def _call_error(exc: MCPError, server_name: str, name: str, timeout: float | None) -> MCPToolError:
+    """The error of a ``tools/call`` that got no result: a timeout, a lost server, an error reply."""
+    if exc.code == TOO_LARGE:  # made up by the transport, which logged it
+        return MCPReportedError(exc.error.message)
+    if exc.code == mcp_types.REQUEST_TIMEOUT and timeout is not None:
+        # The SDK has sent the server notifications/cancelled; the session stays usable.
+        return MCPToolError(f"MCP server {server_name} did not answer {name} within {timeout:g} s")
+    text = f"MCP server {server_name} failed during {name}: {exc}"
+    return MCPToolError(text) if exc.code in _SESSION_FAULTS else MCPReportedError(text)
+
+
+def too_large_text(server_name: str, size: int, limit: int) -> str:
+    """The error of a call whose result is larger than ``max_result_bytes``."""
+    return (
+        f"MCP server {server_name} sent a result of {size} bytes, more than "
+        f"max_result_bytes ({limit})"
+    )
+
+
+def _size(result: mcp_types.CallToolResult) -> int:
+    """About the bytes of a result's text and data: what a model would be sent."""
+    return sum(
+        len(getattr(block, "text", "") or "") + len(getattr(block, "data", "") or "")
+        for block in result.content
+    )
+
+
 def tool_result(result: mcp_types.CallToolResult) -> AgentToolResult:
-    """A ``tools/call`` result as the tool's result; ``isError`` raises :class:`MCPToolError`.
+    """A ``tools/call`` result as the tool's result; ``isError`` raises :class:`MCPReportedError`.
 
     Raises:
-        MCPToolError: the server reported the call as failed; its text blocks, joined by
+        MCPReportedError: the server reported the call as failed; its text blocks, joined by
             newlines, are the message.
     """
     content = [_block(block) for block in result.content]
     if result.is_error:
         texts = [block.text for block in content if isinstance(block, TextContent)]
-        raise MCPToolError("\n".join(texts) or "The MCP tool reported an error")
+        raise MCPReportedError("\n".join(texts) or "The MCP tool reported an error")
     return AgentToolResult(content, result.structured_content)
 
 

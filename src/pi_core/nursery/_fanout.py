@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import functools
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Generic, TypeVar
+from functools import partial
+from typing import Final, Generic, TypeVar
 
 import anyio
+import anyio.lowlevel
 from anyio import TaskHandle
 from anyio.abc import TaskGroup
 
@@ -24,6 +25,10 @@ Post = Callable[[M], None]
 
 Job = Callable[[Post[M]], Awaitable[R]]
 """One unit of work: an async callable taking a :data:`Post` function and returning a result."""
+
+CHECKPOINT_EVERY: Final = 64
+"""The parent yields to the event loop once per this many jobs it spawns, and once per this many
+items it handles without waiting: a fan-out of thousands of jobs must not hold the loop."""
 
 
 class _Done(Generic[R]):
@@ -100,13 +105,13 @@ async def fan_out(
         raise TypeError("fan_out: a signal needs an aborted(index) result")
     mailbox = _Mailbox()
     if task_group is not None:
-        unregister = _start(task_group, jobs, mailbox, limiter, signal, aborted)
-        await _handle_all(mailbox, results, on_message, on_complete, unregister)
+        unregister, spawn_rest = _start(task_group, jobs, mailbox, limiter, signal, aborted)
+        await _handle_all(mailbox, results, on_message, on_complete, unregister, spawn_rest)
         return results
     with unwrap_single_exception():
         async with anyio.create_task_group() as own_group:
-            unregister = _start(own_group, jobs, mailbox, limiter, signal, aborted)
-            await _handle_all(mailbox, results, on_message, on_complete, unregister)
+            unregister, spawn_rest = _start(own_group, jobs, mailbox, limiter, signal, aborted)
+            await _handle_all(mailbox, results, on_message, on_complete, unregister, spawn_rest)
     return results
 
 
@@ -117,36 +122,69 @@ def _start(
     limiter: anyio.CapacityLimiter | None,
     signal: AbortSignal | None,
     aborted: Callable[[int], R] | None,
-) -> Callable[[], None]:
-    """Spawn the jobs; return what unregisters their cancellation on an abort."""
+) -> tuple[Callable[[], None], Callable[[], Awaitable[None]] | None]:
+    """Spawn the first :data:`CHECKPOINT_EVERY` jobs; return what unregisters their cancellation
+    on an abort, and what spawns the others (``None`` when there are none)."""
+    handles: list[TaskHandle[None]] = []
     if signal is None:
-        _spawn_all(task_group, jobs, mailbox, limiter, None)
-        return _nothing
-    handles = _spawn_all(task_group, jobs, mailbox, limiter, aborted)
+        aborted = None
+    turn = _spawn(task_group, jobs, 0, mailbox, limiter, aborted, handles, None)
     # One registration for the whole fan-out: the tasks' own scopes do the cancelling, so no job
-    # pays for a cancel scope of its own.
-    return signal.on_abort(functools.partial(_cancel_all, handles))
+    # pays for a cancel scope of its own. The list grows as the other jobs spawn.
+    unregister = _nothing if signal is None else signal.on_abort(partial(_cancel_all, handles))
+    if len(jobs) <= CHECKPOINT_EVERY:
+        return unregister, None
+    spawn_rest = partial(
+        _spawn_rest, task_group, jobs, mailbox, limiter, signal, aborted, handles, turn
+    )
+    return unregister, spawn_rest
 
 
-def _spawn_all(
+def _spawn(
     task_group: TaskGroup,
     jobs: Sequence[Job[M, R]],
+    start: int,
     mailbox: _Mailbox,
     limiter: anyio.CapacityLimiter | None,
     aborted: Callable[[int], R] | None,
-) -> list[TaskHandle[None]]:
-    handles = []
-    turn: anyio.Event | None = None
-    for index, job in enumerate(jobs):
+    handles: list[TaskHandle[None]],
+    turn: anyio.Event | None,
+) -> anyio.Event | None:
+    """Spawn up to :data:`CHECKPOINT_EVERY` jobs from ``start``; return the last one's turn."""
+    for index in range(start, min(start + CHECKPOINT_EVERY, len(jobs))):
         # With a limiter, each job queues for it only once the previous one got a token: the
         # backends do not promise to run new tasks in spawn order (trio may reverse them), and
         # the jobs should start in source order on both.
         next_turn = anyio.Event() if limiter is not None else None
         handles.append(
-            task_group.start_soon(_run_job, job, index, mailbox, limiter, turn, next_turn, aborted)
+            task_group.start_soon(
+                _run_job, jobs[index], index, mailbox, limiter, turn, next_turn, aborted
+            )
         )
         turn = next_turn
-    return handles
+    return turn
+
+
+async def _spawn_rest(
+    task_group: TaskGroup,
+    jobs: Sequence[Job[M, R]],
+    mailbox: _Mailbox,
+    limiter: anyio.CapacityLimiter | None,
+    signal: AbortSignal | None,
+    aborted: Callable[[int], R] | None,
+    handles: list[TaskHandle[None]],
+    turn: anyio.Event | None,
+) -> None:
+    """Spawn the jobs past the first chunk, a chunk at a time, yielding to the loop before each:
+    spawning thousands at once would hold it. After an abort the rest never start."""
+    for start in range(CHECKPOINT_EVERY, len(jobs), CHECKPOINT_EVERY):
+        await anyio.lowlevel.checkpoint()
+        if signal is not None and signal.aborted:
+            assert aborted is not None
+            for index in range(start, len(jobs)):
+                mailbox.post(_Done(index, aborted(index)))
+            return
+        turn = _spawn(task_group, jobs, start, mailbox, limiter, aborted, handles, turn)
 
 
 def _cancel_all(handles: list[TaskHandle[None]]) -> None:
@@ -160,13 +198,21 @@ async def _handle_all(
     on_message: Callable[[M], Awaitable[None]] | None,
     on_complete: Callable[[int, R], Awaitable[None]] | None,
     unregister: Callable[[], None],
+    spawn_rest: Callable[[], Awaitable[None]] | None,
 ) -> None:
     running = len(results)
+    handled = 0
     try:
+        if spawn_rest is not None:
+            await spawn_rest()
         items = mailbox.items
         while running:
             if not items:
                 await mailbox.wait()
+            else:
+                handled += 1
+                if handled % CHECKPOINT_EVERY == 0:
+                    await anyio.lowlevel.checkpoint()  # many items came in at once
             item = items.popleft()
             if type(item) is _Done:
                 running -= 1

@@ -11,6 +11,8 @@ in the dependencies of another:
 * :mod:`pi_core.providers.openai_responses` — api ``"openai-responses"`` (OpenAI Responses API).
 * :mod:`pi_core.providers.google` — api ``"google-generative-ai"`` (Google Gemini API).
 
-A provider is reached through :func:`pi_core.stream_simple` once it is registered under its
-``api`` with :func:`pi_core.register_provider`, or used directly as an agent's ``stream_fn``.
+:func:`pi_core.stream_simple` reaches the four real providers by their ``api`` without any
+registration, importing a provider's module when a model of its api is first streamed. Another
+provider is reached through it once registered under its ``api`` with
+:func:`pi_core.register_provider`, or used directly as an agent's ``stream_fn``.
 """

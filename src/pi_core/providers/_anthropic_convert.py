@@ -26,6 +26,8 @@ __all__ = ["cache_control", "convert_messages", "convert_system", "convert_tools
 Wire = dict[str, Any]
 
 _ID_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+ERROR_IMAGES_NOTE = "(image attached after the tool results)"
+"""Stands in an error result for its images, which follow the turn's results."""
 
 
 def normalize_id(call_id: str) -> str:
@@ -92,20 +94,21 @@ def convert_messages(model: Model, context: Context, cache: Wire | None) -> list
     """The ``messages`` array; consecutive tool results share one user message."""
     wire: list[Wire] = []
     results: list[Wire] = []
+    error_images: list[Wire] = []
     for message in prepare_transcript(context.messages, model, normalize_id):
         if isinstance(message, ToolResultMessage):
-            results.append(_tool_result(model, message))
+            results.append(_tool_result(model, message, error_images))
             continue
         if results:
-            wire.append({"role": "user", "content": results})
-            results = []
+            wire.append({"role": "user", "content": [*results, *error_images]})
+            results, error_images = [], []
         item = _user(model, message) if isinstance(message, UserMessage) else None
         if isinstance(message, AssistantMessage):
             item = _assistant(model, message)
         if item is not None:
             wire.append(item)
     if results:
-        wire.append({"role": "user", "content": results})
+        wire.append({"role": "user", "content": [*results, *error_images]})
     if cache is not None:
         _mark_last_user_block(wire, cache)
     return wire
@@ -172,8 +175,25 @@ def _assistant_block(block: TextContent | ThinkingContent | ToolCall, same: bool
     return {"type": "text", "text": block.thinking}
 
 
-def _tool_result(model: Model, message: ToolResultMessage) -> Wire:
+def _tool_result(model: Model, message: ToolResultMessage, error_images: list[Wire]) -> Wire:
+    """A ``tool_result`` block. The API refuses anything but text in an error result, so the
+    images of one are announced in its text and follow all the turn's results in
+    ``error_images``, under a caption that names the call."""
     wire: Wire = {"type": "tool_result", "tool_use_id": message.tool_call_id}
+    if message.is_error and "image" in model.input:
+        texts = _texts_with_image_notes(message)
+        if texts is not None:
+            wire["content"] = "\n".join(texts)
+            wire["is_error"] = True
+            caption = (
+                f"Images from the error result of tool call {message.tool_call_id} "
+                f"({message.tool_name}):"
+            )
+            error_images.append({"type": "text", "text": caption})
+            error_images.extend(
+                _block(model, block) for block in message.content if isinstance(block, ImageContent)
+            )
+            return wire
     blocks = [_block(model, block) for block in message.content]
     blocks = [block for block in blocks if block["type"] != "text" or block["text"].strip()]
     if blocks and all(block["type"] == "text" for block in blocks):
@@ -183,3 +203,17 @@ def _tool_result(model: Model, message: ToolResultMessage) -> Wire:
     if message.is_error:
         wire["is_error"] = True
     return wire
+
+
+def _texts_with_image_notes(message: ToolResultMessage) -> list[str] | None:
+    """The texts of a result, each run of images replaced by a note that they follow; ``None``
+    when it has no images."""
+    if not any(isinstance(block, ImageContent) for block in message.content):
+        return None
+    texts: list[str] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            texts.append(block.text)
+        elif not texts or texts[-1] != ERROR_IMAGES_NOTE:
+            texts.append(ERROR_IMAGES_NOTE)
+    return texts

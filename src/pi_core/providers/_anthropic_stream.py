@@ -9,7 +9,7 @@ from httpx_sse import ServerSentEvent
 
 from .._events import AssistantMessageEvent, TextStart, ThinkingStart, ToolCallStart
 from .._messages import Model, StopReason
-from ._common import StreamFailure, error_text, make_usage, parse_event_json
+from ._common import StreamFailure, error_body_message, make_usage, parse_event_json
 from ._partial import PartialMessage
 
 __all__ = ["REDACTED_THINKING_TEXT", "EventMapper"]
@@ -24,9 +24,8 @@ _STOP_REASONS: dict[str, StopReason] = {
     "max_tokens": "length",
     "model_context_window_exceeded": "length",
     "tool_use": "toolUse",
-    "refusal": "error",
-    "sensitive": "error",
 }
+_REFUSED = "The model refused to complete the request"
 
 
 class EventMapper:
@@ -70,9 +69,11 @@ class EventMapper:
 
     def finish(self) -> Iterator[AssistantMessageEvent]:
         """Close open blocks; a stream without ``message_stop`` or a stop reason is incomplete."""
-        if not (self._done or self._stopped):
-            raise StreamFailure("The stream ended before the response was complete")
         yield from self._partial.end_all()
+        if not self._done:
+            raise StreamFailure("Anthropic stream ended before message_stop")
+        if not self._stopped:
+            raise StreamFailure("Anthropic stream ended without a stop reason")
 
     def _message_start(self, message: dict[str, Any]) -> None:
         partial = self._partial.message
@@ -84,13 +85,18 @@ class EventMapper:
         self._update_usage(message.get("usage"))
 
     def _message_delta(self, data: dict[str, Any]) -> None:
-        reason = (data.get("delta") or {}).get("stop_reason")
+        delta = data.get("delta") or {}
+        reason = delta.get("stop_reason")
         if reason:
             self._stopped = True
             message = self._partial.message
-            message.stop_reason = _STOP_REASONS.get(reason, "stop")
-            if message.stop_reason == "error":
-                message.error_message = f"The provider stopped the response (stop_reason: {reason})"
+            message.raw_stop_reason = str(reason)
+            known = _STOP_REASONS.get(reason)
+            if known is not None:
+                message.stop_reason = known
+            else:
+                message.stop_reason = "error"
+                message.error_message = _stop_error_text(reason, delta.get("stop_details"))
         self._update_usage(data.get("usage"))
 
     def _update_usage(self, usage: object) -> None:
@@ -100,6 +106,13 @@ class EventMapper:
         for key, value in usage.items():
             if isinstance(value, int):
                 self._usage[key] = value
+        # The one-hour share of the cache writes, and the thinking share of the output.
+        long_writes = (usage.get("cache_creation") or {}).get("ephemeral_1h_input_tokens")
+        if isinstance(long_writes, int):
+            self._usage["cache_write_1h"] = long_writes
+        thinking = (usage.get("output_tokens_details") or {}).get("thinking_tokens")
+        if isinstance(thinking, int):
+            self._usage["reasoning"] = thinking
         self._partial.set_usage(
             make_usage(
                 self._model,
@@ -107,6 +120,8 @@ class EventMapper:
                 output=self._usage.get("output_tokens", 0),
                 cache_read=self._usage.get("cache_read_input_tokens", 0),
                 cache_write=self._usage.get("cache_creation_input_tokens", 0),
+                reasoning=self._usage.get("reasoning"),
+                cache_write_1h=self._usage.get("cache_write_1h", 0),
             )
         )
 
@@ -168,8 +183,18 @@ class EventMapper:
                 yield end
 
 
+def _stop_error_text(reason: str, details: object) -> str:
+    """Why a reply that stopped for ``reason`` failed, in the original's words."""
+    if reason == "refusal":
+        explanation = details.get("explanation") if isinstance(details, dict) else None
+        return explanation if isinstance(explanation, str) and explanation else _REFUSED
+    if reason == "sensitive":
+        return "Provider stopped with: sensitive"
+    return f"Unhandled stop reason: {reason}"
+
+
 def _stream_error_text(data: dict[str, Any]) -> str:
     error = data.get("error")
-    message = error_text(data) or "Unknown error"
+    message = error_body_message(data) or "Unknown error"
     kind = error.get("type") if isinstance(error, dict) else None
     return f"{kind}: {message}" if kind else message

@@ -23,12 +23,26 @@ from httpx_sse import ServerSentEvent
 
 from .._events import AssistantMessageEvent
 from .._exceptions import ProviderError
-from .._http import HttpCall, RequestAborted, RequestGuard, RequestTimedOut, RetryPolicy
-from .._messages import Context, Model, Usage, UsageCost
+from .._http import (
+    HttpCall,
+    RequestAborted,
+    RequestGuard,
+    RequestTimedOut,
+    RetryPolicy,
+    http_failure_text,
+    is_http_stack_error,
+)
+from .._messages import Context, Model, ModelCost, Usage, UsageCost
 from .._options import StreamOptions
-from .._redact import headers_repr, redact_credentials
+from .._redact import (
+    header_secrets,
+    headers_repr,
+    redact_credentials,
+    redact_credentials_off_loop,
+)
 from .._registry import register_provider
-from .._texts import CONNECTION_ERROR, REQUEST_ABORTED, REQUEST_TIMED_OUT, clip
+from .._system import provider_transcript
+from .._texts import REQUEST_ABORTED, clip
 from ._partial import PartialMessage
 from ._sse import SSELimitExceeded, aiter_sse
 
@@ -37,7 +51,7 @@ __all__ = [
     "RequestSpec",
     "StreamFailure",
     "describe_exception",
-    "error_text",
+    "error_body_message",
     "http_error_message",
     "make_usage",
     "merge_headers",
@@ -46,10 +60,11 @@ __all__ = [
     "require_api_key",
     "start_stream",
     "stream_sse",
+    "transcript_context",
+    "user_agent",
 ]
 
 _MAX_BODY_TEXT = 500
-_MAX_ERROR_BODY = 64 * 1024
 _DRAIN_GRACE = 2.0
 
 
@@ -96,12 +111,18 @@ class EventMapper(Protocol):
 
 
 def require_api_key(model: Model, options: StreamOptions, env_var: str) -> str:
-    """``options.api_key``, else the environment variable ``env_var``, without the whitespace
-    around it (a key read from a file keeps its newline, which no header may carry).
+    """``options.api_key``, else the key's environment variable, without the whitespace around
+    it (a key read from a file keeps its newline, which no header may carry).
+
+    The variable is the one of ``model.provider`` when the catalogue knows that provider
+    (``GROQ_API_KEY`` for a Groq model, which speaks the OpenAI api: never the OpenAI key, which
+    must not reach another company's server), else ``env_var``, the api's own.
 
     Raises:
         ProviderError: neither is set; the message says how to provide one.
     """
+    if not options.api_key:
+        env_var = _key_variable(model.provider, env_var)
     api_key = (options.api_key or os.environ.get(env_var) or "").strip()
     if not api_key:
         raise ProviderError(
@@ -109,6 +130,46 @@ def require_api_key(model: Model, options: StreamOptions, env_var: str) -> str:
             f"pass StreamOptions(api_key=...) or set {env_var}"
         )
     return api_key
+
+
+def _key_variable(provider: str, default: str) -> str:
+    """The environment variable of ``provider``'s key if the catalogue knows it, else
+    ``default``."""
+    if provider in ("unknown", *_HOME_PROVIDERS):
+        return default  # the api's own provider, or a model described by hand
+    from ..models import api_key_env, get_providers  # the catalogue, on the first such model
+
+    return api_key_env(provider) if provider in get_providers() else default
+
+
+_HOME_PROVIDERS = ("openai", "anthropic", "google")
+"""The providers whose key variable is the one their api's module names."""
+
+
+@functools.cache
+def user_agent() -> str:
+    """pi_core's own ``User-Agent``: its version, the platform, Python's version and the
+    machine (``pi_core/1.2.0 (linux; python/3.12.3; x86_64)``), so that a provider can tell
+    its traffic apart from httpx's or an SDK's."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        own = version("pi_core")
+    except PackageNotFoundError:  # a source checkout that was never installed
+        own = "unknown"
+    system = platform.system().lower() or "unknown"
+    return f"pi_core/{own} ({system}; python/{platform.python_version()}; {platform.machine()})"
+
+
+def transcript_context(context: Context, *, mid_conversation: bool = False) -> Context:
+    """``context`` as a provider sends it: the system prompt its system messages declare at the
+    end (the leading one rendered with its sections, later ones folded in), the tools they
+    declare, and the other messages. With ``mid_conversation`` (a model that takes system
+    messages mid-way) the later system messages stay in the messages, where they were, and the
+    system prompt is the leading one's."""
+    transcript = provider_transcript(context, mid_conversation=mid_conversation)
+    return Context(transcript.system_prompt or None, transcript.messages, transcript.tools)
 
 
 def merge_headers(*sources: Mapping[str, str] | None) -> dict[str, str]:
@@ -121,19 +182,60 @@ def merge_headers(*sources: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def make_usage(
-    model: Model, *, input: int, output: int, cache_read: int, cache_write: int
+    model: Model,
+    *,
+    input: int,
+    output: int,
+    cache_read: int,
+    cache_write: int,
+    reasoning: int | None = None,
+    cache_write_1h: int | None = None,
 ) -> Usage:
-    """Token counts with their cost in dollars from ``model.cost`` (per million tokens)."""
-    price = model.cost
+    """Token counts with their cost in dollars from ``model.cost`` (per million tokens).
+
+    The prices are those of the highest tier whose ``inputTokensAbove`` the request's input
+    (fresh, read and written) exceeds; tokens written to the cache for one hour
+    (``cache_write_1h``, part of ``cache_write``) cost twice the input price, as Anthropic bills
+    them. The arithmetic is the TypeScript original's, to the last bit of the float.
+    """
+    price = _rates(model.cost, input + cache_read + cache_write)
+    long_write = cache_write_1h or 0
     cost = UsageCost(
-        input=price.input * input / 1e6,
-        output=price.output * output / 1e6,
-        cache_read=price.cache_read * cache_read / 1e6,
-        cache_write=price.cache_write * cache_write / 1e6,
+        input=(price.input / 1e6) * input,
+        output=(price.output / 1e6) * output,
+        cache_read=(price.cache_read / 1e6) * cache_read,
+        cache_write=(price.cache_write * (cache_write - long_write) + price.input * 2 * long_write)
+        / 1e6,
+        total_from_provider=False,  # the catalogue's estimate, until a provider bills otherwise
     )
     cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write
     total = input + output + cache_read + cache_write
-    return Usage(input, output, cache_read, cache_write, total, cost)
+    return Usage(
+        input,
+        output,
+        cache_read,
+        cache_write,
+        total,
+        cost,
+        reasoning=reasoning,
+        cache_write_1h=cache_write_1h,
+    )
+
+
+def _rates(cost: ModelCost, input_tokens: int) -> ModelCost:
+    """``cost``, or the tier of it that applies above ``input_tokens``."""
+    best, threshold = cost, -1.0
+    for tier in cost.tiers or ():
+        above = tier.get("inputTokensAbove", 0)
+        if input_tokens > above > threshold:
+            best = ModelCost(
+                tier.get("input", 0.0),
+                tier.get("output", 0.0),
+                tier.get("cacheRead", 0.0),
+                tier.get("cacheWrite", 0.0),
+            )
+            threshold = above
+    return best
 
 
 def parse_event_json(sse: ServerSentEvent) -> dict[str, Any]:
@@ -149,19 +251,19 @@ def parse_event_json(sse: ServerSentEvent) -> dict[str, Any]:
     return value
 
 
-def error_text(data: object) -> str | None:
+def error_body_message(data: object) -> str | None:
     """The human-readable message in a provider's error JSON, if there is one.
 
     Understands ``{"error": {"message": ...}}`` (OpenAI, Anthropic, OpenRouter),
     ``{"error": "..."}``, ``{"message": ...}`` (vLLM) and ``{"detail": ...}``.
     """
     if isinstance(data, list) and data:
-        return error_text(data[0])
+        return error_body_message(data[0])
     if not isinstance(data, dict):
         return None
     error = data.get("error")
     if isinstance(error, dict):
-        return error_text(error)
+        return error_body_message(error)
     if isinstance(error, str) and error:
         return error
     for key in ("message", "detail"):
@@ -178,7 +280,7 @@ def http_error_message(status_code: int, body: bytes) -> str:
     if not text:
         return head
     try:
-        detail = error_text(json.loads(text))
+        detail = error_body_message(json.loads(text))
     except ValueError:
         detail = None
     return f"{head}: {detail or clip(text, _MAX_BODY_TEXT)}"
@@ -187,16 +289,12 @@ def http_error_message(status_code: int, body: bytes) -> str:
 def describe_exception(exc: BaseException) -> str:
     """A clear one-line text for a transport failure or an unexpected error.
 
-    The HTTP stack's own texts are never used: they can quote a request header, and so an API
-    key (h11 refuses ``Illegal header value b'Bearer sk-…'``). As the official SDKs do, a
-    transport failure is ``Connection error.`` and a client-side timeout ``Request timed out.``
+    The HTTP stack's own texts are never used (see :func:`~pi_core._http.http_failure_text`).
     """
     if isinstance(exc, (ProviderError, SSELimitExceeded)):
         return str(exc)
-    if isinstance(exc, httpx.TimeoutException):
-        return REQUEST_TIMED_OUT
-    if isinstance(exc, httpx.TransportError):
-        return CONNECTION_ERROR
+    if is_http_stack_error(exc):
+        return http_failure_text(exc)
     return f"{type(exc).__name__}{_colon(exc)}"
 
 
@@ -225,6 +323,7 @@ async def stream_sse(
     # generator's own ``finally``, not by a nested generator left to the garbage collector.
     guard = RequestGuard(options.signal, options.timeout)
     call = HttpCall(guard, client, RetryPolicy(options.max_retries, options.max_retry_delay))
+    spec: RequestSpec | None = None
     try:
         guard.check()
         spec = prepare()
@@ -247,7 +346,12 @@ async def stream_sse(
     except RequestTimedOut:
         yield partial.fail("error", guard.timed_out_text())
     except Exception as exc:  # the protocol: failures are events, never exceptions
-        yield partial.fail("error", describe_exception(exc))
+        # An upstream's error may quote the key it refused (so the request's own are searched
+        # for), or a model id built to make a scrubber backtrack: redaction is linear, and off
+        # the event loop for a long text.
+        secrets = header_secrets(spec.headers) if spec is not None else []
+        text = await redact_credentials_off_loop(describe_exception(exc), secrets)
+        yield partial.fail("error", text)
     finally:
         await call.close()
 
@@ -282,7 +386,7 @@ async def _check_response(call: HttpCall) -> None:
     assert response is not None
     if response.is_success and _is_event_stream(response):
         return
-    body = await call.read_capped(_MAX_ERROR_BODY)
+    body = await call.read_error_body()
     if not response.is_success:
         message = http_error_message(response.status_code, body)
         note = f" ({call.retry_note})" if call.retry_note else ""
@@ -290,7 +394,7 @@ async def _check_response(call: HttpCall) -> None:
     # Some servers answer 200 with a JSON error instead of a stream.
     content_type = response.headers.get("content-type", "")
     try:
-        detail = error_text(json.loads(body))
+        detail = error_body_message(json.loads(body))
     except ValueError:
         detail = None
     raise StreamFailure(

@@ -1,7 +1,8 @@
 """The stateless half of a faux reply's stream: its events and upstream's text estimates.
 
-:class:`PartialReply` turns a finished scripted message into stream events block by block, each
-carrying a snapshot of the reply so far, and :func:`terminal` gives the event that ends it. The
+:class:`PartialReply` turns a finished scripted message into stream events block by block, built
+by the providers' own :class:`~pi_core.providers._partial.PartialMessage`, and :func:`terminal`
+gives the event that ends it. The
 text estimates follow upstream's serialization (a token is four characters): the text a block
 streams, and the prompt a context makes for usage and the prompt-cache simulation.
 :class:`~pi_core.providers.faux.FauxProvider` keeps the state — the queue, the chunk generator,
@@ -18,17 +19,17 @@ from collections.abc import Iterable
 import attrs
 
 from .._events import (
+    AssistantMessageEvent,
     StreamDone,
     StreamError,
+    StreamStart,
     TextDelta,
-    TextEnd,
     TextStart,
     ThinkingDelta,
-    ThinkingEnd,
     ThinkingStart,
     ToolCallDelta,
-    ToolCallEnd,
     ToolCallStart,
+    terminal_event,
 )
 from .._messages import (
     AssistantContent,
@@ -36,14 +37,18 @@ from .._messages import (
     Context,
     ImageContent,
     Message,
+    SystemMessage,
     TextContent,
     ThinkingContent,
+    Tool,
     ToolCall,
     UserMessage,
     now_ms,
 )
+from .._system import provider_transcript, render_system_update
 from .._texts import REQUEST_ABORTED
 from ..nursery import AbortSignal
+from ._partial import PartialMessage
 
 __all__ = [
     "PartialReply",
@@ -61,72 +66,67 @@ __all__ = [
 
 
 class PartialReply:
-    """The reply as streamed so far; each event gets a snapshot of it.
+    """A finished reply streamed again block by block, built by :class:`PartialMessage`.
 
-    Upstream shares one partial and grows its blocks in place, so an early event's ``partial``
-    later shows text that came after it. Here a block is replaced, never changed, once an event
-    holds it: every event's ``partial`` stays what it was when the event was sent. The snapshots
-    share the final message's ``usage``, which nothing changes.
+    A scripted model's events are a real provider's: every event carries the same live partial
+    (:attr:`message`), which grows as the reply streams, and becomes the final message. A
+    block, once ended, is the scripted block: its signatures and its exact arguments (a tool
+    call's arguments parse from the streamed JSON until then, as a provider's do).
     """
 
-    __slots__ = ("_content", "_final", "_so_far")
+    __slots__ = ("_partial",)
 
     def __init__(self, final: AssistantMessage) -> None:
-        self._final = final
-        self._content: list[AssistantContent] = []
-        self._so_far = ""
+        self._partial = PartialMessage.replaying(final)
 
-    def snapshot(self) -> AssistantMessage:
-        """The final message with the content streamed so far (its stop reason, usage, error)."""
-        partial = self._final.shallow_copy()
-        partial.content = list(self._content)
-        return partial
+    @property
+    def message(self) -> AssistantMessage:
+        """The live partial: the final message once every block has ended."""
+        return self._partial.message
+
+    def start(self) -> StreamStart:
+        """The first event: the reply without content (its stop reason, usage and error)."""
+        return self._partial.start()
 
     def aborted(self) -> StreamError:
         """The terminal event of an abort: the content so far, stopped as ``aborted``."""
-        message = self.snapshot()
-        message.stop_reason = "aborted"
-        message.error_message = REQUEST_ABORTED
-        message.timestamp = now_ms()
-        return StreamError("aborted", message)
+        event = self._partial.fail("aborted", REQUEST_ABORTED)
+        event.error.timestamp = now_ms()
+        return event
 
-    def open_block(
-        self, index: int, block: AssistantContent
-    ) -> TextStart | ThinkingStart | ToolCallStart:
-        """Start ``block`` empty (a tool call with arguments ``{}``)."""
-        self._so_far = ""
+    def open_block(self, block: AssistantContent) -> TextStart | ThinkingStart | ToolCallStart:
+        """Start ``block`` empty (a tool call with arguments ``{}``) at the end of the content."""
         if isinstance(block, TextContent):
-            self._content.append(TextContent(""))
-            return TextStart(index, self.snapshot())
+            return self._partial.begin_text()
         if isinstance(block, ThinkingContent):
-            self._content.append(ThinkingContent("", redacted=block.redacted))
-            return ThinkingStart(index, self.snapshot())
-        self._content.append(ToolCall(block.id, block.name, {}))
-        return ToolCallStart(index, self.snapshot())
+            return self._partial.begin_thinking(redacted=block.redacted)
+        return self._partial.begin_tool_call(block.id, block.name)
 
     def add_chunk(
         self, index: int, block: AssistantContent, chunk: str
     ) -> TextDelta | ThinkingDelta | ToolCallDelta:
-        """Append ``chunk``; a tool call's arguments stay ``{}`` until the block ends."""
-        self._so_far += chunk
+        """Append ``chunk`` of ``block``'s streamed text to the block at ``index``."""
+        partial = self._partial
         if isinstance(block, TextContent):
-            self._content[index] = TextContent(self._so_far)
-            return TextDelta(index, chunk, self.snapshot())
+            return partial.add_text(index, chunk)
         if isinstance(block, ThinkingContent):
-            self._content[index] = ThinkingContent(self._so_far, redacted=block.redacted)
-            return ThinkingDelta(index, chunk, self.snapshot())
-        return ToolCallDelta(index, chunk, self.snapshot())
+            return partial.add_thinking(index, chunk)
+        event = partial.add_tool_json(index, chunk)
+        assert event is not None  # the block is open
+        return event
 
-    def close_block(
-        self, index: int, block: AssistantContent
-    ) -> TextEnd | ThinkingEnd | ToolCallEnd:
-        """Complete ``block``: the partial now holds a copy of the final block, signatures too."""
-        self._content[index] = attrs.evolve(block)
-        if isinstance(block, TextContent):
-            return TextEnd(index, block.text, self.snapshot())
-        if isinstance(block, ThinkingContent):
-            return ThinkingEnd(index, block.thinking, self.snapshot())
-        return ToolCallEnd(index, block, self.snapshot())
+    def close_block(self, index: int, block: AssistantContent) -> AssistantMessageEvent:
+        """End the block at ``index``: it becomes a copy of ``block``, signatures too."""
+        event = self._partial.end_block(index)
+        assert event is not None  # the block is open
+        live = self.message.content[index]
+        for field in attrs.fields(type(block)):
+            setattr(live, field.name, getattr(block, field.name))
+        return event
+
+    def done(self) -> StreamDone | StreamError:
+        """The terminal event of a reply streamed whole, carrying the live partial."""
+        return terminal(self.message)
 
 
 def aborted(signal: AbortSignal | None) -> bool:
@@ -134,10 +134,7 @@ def aborted(signal: AbortSignal | None) -> bool:
 
 
 def terminal(message: AssistantMessage) -> StreamDone | StreamError:
-    reason = message.stop_reason
-    if reason == "error" or reason == "aborted":
-        return StreamError(reason, message)
-    return StreamDone(reason, message)
+    return terminal_event(message)
 
 
 # --- text estimates (upstream's serialization, token = four characters) -------------------------
@@ -180,20 +177,25 @@ def streamed_text(block: AssistantContent) -> str:
 
 
 def serialize_context(context: Context) -> str:
+    """The prompt text a context makes: the system prompt the transcript declares (later system
+    messages collapsed into it, one ``tool+:`` line per tool), then one text per message."""
+    transcript = provider_transcript(context)
     parts: list[str] = []
-    if context.system_prompt:
-        parts.append(f"system:{context.system_prompt}")
-    parts.extend(f"{message.role}:{_message_text(message)}" for message in context.messages)
-    if context.tools:
-        tools = [
-            {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
-            for tool in context.tools
-        ]
-        parts.append(f"tools:{_json(tools)}")
+    if transcript.system_prompt or transcript.tools:
+        lines = [f"system:{transcript.system_prompt}"]
+        lines.extend(f"tool+:{_json(_declaration_json(tool))}" for tool in transcript.tools)
+        parts.append("\n".join(lines))
+    parts.extend(f"{message.role}:{_message_text(message)}" for message in transcript.messages)
     return "\n\n".join(parts)
 
 
+def _declaration_json(tool: Tool) -> dict[str, object]:
+    return {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+
+
 def _message_text(message: Message) -> str:
+    if isinstance(message, SystemMessage):
+        return render_system_update(message)
     if isinstance(message, UserMessage):
         if isinstance(message.content, str):
             return message.content

@@ -23,7 +23,7 @@ from .._messages import (
     UserMessage,
 )
 from ._gemini_schema import gemini_schema
-from ._openai_convert import IMAGE_OMITTED_TEXT
+from ._openai_convert import IMAGE_OMITTED_TEXT, SEE_IMAGE_TEXT
 from ._transcript import is_same_model, prepare_transcript
 
 __all__ = ["SKIP_SIGNATURE", "convert_contents", "convert_system", "convert_tools", "is_gemini_3"]
@@ -38,6 +38,13 @@ _BASE64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 _GEMINI_MAJOR = re.compile(r"^gemini(?:-live)?-(\d+)")
 
 
+def _inline_tool_images(model: Model) -> bool:
+    """True where images of a tool result go inside its function response: Gemini 3 and later,
+    and the other models served through this API (only older Gemini needs a turn of its own)."""
+    match = _GEMINI_MAJOR.match(model.id.lower())
+    return match is None or int(match.group(1)) >= 3
+
+
 def is_gemini_3(model: Model) -> bool:
     """True for Gemini 3 and later, which want signatures on calls and take tool images inline."""
     match = _GEMINI_MAJOR.match(model.id.lower())
@@ -46,7 +53,8 @@ def is_gemini_3(model: Model) -> bool:
 
 def convert_system(system_prompt: str | None) -> Wire | None:
     """The ``systemInstruction`` content."""
-    return {"parts": [{"text": system_prompt}]} if system_prompt else None
+    # The role is the one Google's own SDK gives a system instruction.
+    return {"parts": [{"text": system_prompt}], "role": "user"} if system_prompt else None
 
 
 def convert_tools(tools: list[Tool]) -> list[Wire]:
@@ -79,7 +87,7 @@ def convert_contents(model: Model, context: Context) -> list[Wire]:
             parts = _user_parts(model, message)
             if parts:
                 contents.append({"role": "user", "parts": parts})
-        else:
+        elif isinstance(message, AssistantMessage):  # system messages are the instruction
             parts = _model_parts(model, message)
             if parts:
                 contents.append({"role": "model", "parts": parts})
@@ -147,15 +155,17 @@ def _sign_first_call(model: Model, parts: list[Wire]) -> None:
 
 def _function_response(model: Model, message: ToolResultMessage, images: list[Wire]) -> Wire:
     text = "\n".join(block.text for block in message.content if isinstance(block, TextContent))
+    if not text.strip():
+        text = ""  # blank text says nothing; a placeholder says what there is
     pictures = [block for block in message.content if isinstance(block, ImageContent)]
     inline: list[Wire] = []
     if pictures and "image" in model.input:
         data = [_input_part(model, picture) for picture in pictures]
-        if is_gemini_3(model):
+        if _inline_tool_images(model):
             inline = data
         else:
             images.extend(data)
-        text = text or "(see attached image)"
+        text = text or SEE_IMAGE_TEXT
     elif pictures:
         text = f"{text}\n{IMAGE_OMITTED_TEXT}" if text else IMAGE_OMITTED_TEXT
     response: Wire = {"error": text} if message.is_error else {"output": text}

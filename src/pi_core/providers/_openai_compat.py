@@ -4,7 +4,7 @@
 detected for the server, overridden field by field by ``model.compat``.
 
 * api.openai.com: everything OpenAI offers (``developer`` role for reasoning models, ``store``,
-  ``max_completion_tokens``, ``reasoning_effort``, ``strict`` tools).
+  ``max_completion_tokens``, ``reasoning_effort``).
 * Hosted services known to the TypeScript original (OpenRouter, DeepSeek, xAI, Cerebras, z.ai,
   Moonshot, Chutes, OpenCode, Cloudflare, Groq, Mistral, Together, Fireworks …) get its settings:
   DeepSeek's thinking switch and ``reasoning_content`` on replayed messages, OpenRouter's
@@ -12,7 +12,9 @@ detected for the server, overridden field by field by ``model.compat``.
   ``max_completion_tokens`` is refused.
 * Any other server (a local vLLM, Ollama, llama.cpp or LM Studio, a company gateway) gets the
   settings every compatible server understands: ``system`` role, ``max_tokens``, no ``store``,
-  no ``strict``; ``reasoning_effort`` still goes out for reasoning models.
+  ``"content": ""`` rather than ``null`` beside tool calls (llama.cpp's templates refuse
+  ``null``); ``reasoning_effort`` still goes out for reasoning models.
+* Only OpenAI's own API gets the ``developer`` role; no server gets ``strict: false``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ OPENAI_HOST = "api.openai.com"
 
 # Hosted servers that take OpenAI's own field names (max_completion_tokens, store, developer).
 _OPENAI_LIKE_HOSTS = ("openrouter.ai", "ai-gateway.vercel.sh", "api.groq.com", "api.mistral.ai")
+_OPENAI_LIKE_PROVIDERS = ("openai", "openrouter", "vercel-ai-gateway", "groq", "mistral")
 # Hosted servers known to refuse store and the developer role (the TypeScript original's list).
 _NON_STANDARD_HOSTS = (
     "cerebras.ai",
@@ -70,7 +73,11 @@ def detect_compat(model: Model) -> ModelCompat:
     """The settings detected from ``model.base_url`` and ``model.provider`` alone."""
     url = model.base_url or f"https://{OPENAI_HOST}/v1"
     provider = model.provider
-    known = OPENAI_HOST in url or any(host in url for host in _OPENAI_LIKE_HOSTS)
+    known = (
+        OPENAI_HOST in url
+        or provider in _OPENAI_LIKE_PROVIDERS
+        or any(host in url for host in _OPENAI_LIKE_HOSTS)
+    )
     non_standard = provider in _NON_STANDARD_PROVIDERS or any(h in url for h in _NON_STANDARD_HOSTS)
     if not (known or non_standard or provider == "openrouter"):
         return _generic_server()
@@ -88,9 +95,10 @@ def detect_compat(model: Model) -> ModelCompat:
         thinking = "openrouter"
     return ModelCompat(
         supports_store=not non_standard,
-        supports_developer_role=not non_standard,
+        supports_developer_role=provider == "openai" or OPENAI_HOST in url,
         supports_reasoning_effort=not (is_grok or is_zai or is_moonshot or is_cf_gateway),
         supports_usage_in_streaming=True,
+        supports_finish_reason=True,
         max_tokens_field=(
             "max_tokens"
             if "chutes.ai" in url or is_moonshot or is_cf_gateway or is_deepseek
@@ -98,11 +106,12 @@ def detect_compat(model: Model) -> ModelCompat:
         ),
         requires_tool_result_name=False,
         requires_assistant_after_tool_result=False,
+        requires_non_null_assistant_content=False,
         requires_thinking_as_text=False,
         requires_reasoning_content_on_assistant_messages=is_deepseek,
         thinking_format=thinking,
         zai_tool_stream=False,
-        supports_strict_mode=not (is_moonshot or is_cf_gateway),
+        supports_strict_mode=False,  # only where the catalogue says so
         cache_control_format="anthropic"
         if is_openrouter and model.id.startswith("anthropic/")
         else None,
@@ -118,9 +127,11 @@ def _generic_server() -> ModelCompat:
         supports_developer_role=False,
         supports_reasoning_effort=True,
         supports_usage_in_streaming=True,
+        supports_finish_reason=True,
         max_tokens_field="max_tokens",
         requires_tool_result_name=False,
         requires_assistant_after_tool_result=False,
+        requires_non_null_assistant_content=True,
         requires_thinking_as_text=False,
         requires_reasoning_content_on_assistant_messages=False,
         thinking_format="openai",

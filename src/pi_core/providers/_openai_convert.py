@@ -13,6 +13,7 @@ from .._messages import (
     Context,
     ImageContent,
     Model,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     Tool,
@@ -20,12 +21,24 @@ from .._messages import (
     ToolResultMessage,
     UserMessage,
 )
+from .._system import render_system_update
 from ._transcript import prepare_transcript
 
-__all__ = ["IMAGE_OMITTED_TEXT", "convert_messages", "convert_tools", "normalize_call_id"]
+__all__ = [
+    "IMAGE_OMITTED_TEXT",
+    "NO_OUTPUT_TEXT",
+    "SEE_IMAGE_TEXT",
+    "convert_messages",
+    "convert_tools",
+    "normalize_call_id",
+]
 
 IMAGE_OMITTED_TEXT = "(image omitted: this model does not accept images)"
 """Stands in for an image the model cannot take, so it knows something was there."""
+NO_OUTPUT_TEXT = "(no tool output)"
+"""The text of a tool result that has neither text nor images (servers refuse empty content)."""
+SEE_IMAGE_TEXT = "(see attached image)"
+"""The text of a tool result that has images but no text of its own."""
 
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 _BRIDGE_TEXT = "I have processed the tool results."
@@ -53,8 +66,9 @@ def normalize_call_id(call_id: str) -> str:
     return f"{safe[: _MAX_CALL_ID - 9]}_{digest}"
 
 
-def convert_tools(tools: list[Tool], *, strict: bool = False) -> list[Wire]:
-    """Tools as Chat Completions functions (``strict: false`` where the server takes it)."""
+def convert_tools(tools: list[Tool]) -> list[Wire]:
+    """Tools as Chat Completions functions, without ``strict`` (off when left out; a server
+    that does not know the field may refuse it)."""
     return [
         {
             "type": "function",
@@ -62,7 +76,6 @@ def convert_tools(tools: list[Tool], *, strict: bool = False) -> list[Wire]:
                 "name": tool.name,
                 "description": tool.description,
                 "parameters": tool.parameters,
-                **({"strict": False} if strict else {}),
             },
         }
         for tool in tools
@@ -72,11 +85,9 @@ def convert_tools(tools: list[Tool], *, strict: bool = False) -> list[Wire]:
 def convert_messages(model: Model, context: Context, compat: ModelCompat) -> list[Wire]:
     """The ``messages`` array: the system prompt, then the prepared transcript."""
     wire: list[Wire] = []
+    role = "developer" if model.reasoning and compat.supports_developer_role else "system"
     if context.system_prompt:
-        developer = model.reasoning and compat.supports_developer_role
-        wire.append(
-            {"role": "developer" if developer else "system", "content": context.system_prompt}
-        )
+        wire.append({"role": role, "content": context.system_prompt})
     tool_images: list[Wire] = []
     after_results = False
     for message in prepare_transcript(context.messages, model, normalize_call_id):
@@ -89,6 +100,10 @@ def convert_messages(model: Model, context: Context, compat: ModelCompat) -> lis
             _append_if(wire, _user(model, message))
         elif isinstance(message, AssistantMessage):
             _append_if(wire, _assistant(model, message, compat))
+        elif isinstance(message, SystemMessage):  # kept in place for this server
+            text = render_system_update(message)
+            if text:
+                wire.append({"role": role, "content": text})
         else:
             wire.append(_tool_result(model, message, tool_images, compat))
         after_results = isinstance(message, ToolResultMessage)
@@ -135,7 +150,9 @@ def _assistant(model: Model, message: AssistantMessage, compat: ModelCompat) -> 
         thinking = []
     if not text and not calls:
         return None  # servers reject an assistant message with neither content nor calls
-    empty = "" if compat.requires_assistant_after_tool_result else None
+    # Servers that want a string (llama.cpp, vLLM …) get "" beside tool calls, the others null.
+    needs_string = compat.requires_non_null_assistant_content
+    empty = "" if needs_string or compat.requires_assistant_after_tool_result else None
     wire: Wire = {"role": "assistant", "content": text or empty}
     if calls:
         wire["tool_calls"] = [_call(call) for call in calls]
@@ -157,7 +174,11 @@ def _call(call: ToolCall) -> Wire:
     return {
         "id": call.id,
         "type": "function",
-        "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+        # As JSON.stringify writes it, so that the TypeScript Pi sends the very same request.
+        "function": {
+            "name": call.name,
+            "arguments": json.dumps(call.arguments, ensure_ascii=False, separators=(",", ":")),
+        },
     }
 
 
@@ -167,18 +188,20 @@ def _tool_result(
     """A ``tool`` message; its images wait in ``tool_images`` for one user message after the
     run of tool messages, since nothing may come between the answers to one set of calls."""
     text = "\n".join(block.text for block in message.content if isinstance(block, TextContent))
+    if not text.strip():
+        text = ""  # blank text says nothing; a placeholder says what there is
     images = [block for block in message.content if isinstance(block, ImageContent)]
     if images and "image" in model.input:
         tool_images.extend(
             {"type": "image_url", "image_url": {"url": _data_url(image)}} for image in images
         )
-        text = text or "(see attached image)"
+        text = text or SEE_IMAGE_TEXT
     elif images:
         text = f"{text}\n{IMAGE_OMITTED_TEXT}" if text else IMAGE_OMITTED_TEXT
     result: Wire = {
         "role": "tool",
         "tool_call_id": message.tool_call_id,
-        "content": text or "(no output)",
+        "content": text or NO_OUTPUT_TEXT,
     }
     if compat.requires_tool_result_name and message.tool_name:
         result["name"] = message.tool_name

@@ -9,6 +9,8 @@ from .._messages import AssistantMessage, Context, Model, ToolCall, ToolResultMe
 from .._options import StreamOptions
 from ._openai_compat import OPENAI_HOST
 from ._openai_convert import convert_messages, convert_tools
+from ._output_cap import output_cap
+from ._tool_choice import add_sampling_params, completions_tool_choice
 
 __all__ = ["build_body", "session_headers"]
 
@@ -33,8 +35,9 @@ def build_body(
         body["stream_options"] = {"include_usage": True}
     if compat.supports_store:
         body["store"] = False
-    if options.max_tokens:
-        body[compat.max_tokens_field or "max_tokens"] = options.max_tokens
+    max_tokens = output_cap(model, context, options.max_tokens)
+    if max_tokens is not None:
+        body[compat.max_tokens_field or "max_tokens"] = max_tokens
     if options.temperature is not None:
         body["temperature"] = options.temperature
     _add_tools(body, context, compat)
@@ -43,6 +46,9 @@ def build_body(
         _mark_for_cache(messages, body.get("tools"), marker)
     _add_reasoning(body, model, options, compat)
     _add_routing(body, model, compat)
+    if options.tool_choice is not None and context.tools:
+        body["tool_choice"] = completions_tool_choice(options.tool_choice)
+    add_sampling_params(body, options)
     return body
 
 
@@ -56,7 +62,7 @@ def session_headers(options: StreamOptions, compat: ModelCompat) -> dict[str, st
 
 def _add_tools(body: Wire, context: Context, compat: ModelCompat) -> None:
     if context.tools:
-        body["tools"] = convert_tools(context.tools, strict=bool(compat.supports_strict_mode))
+        body["tools"] = convert_tools(context.tools)
         if compat.zai_tool_stream:
             body["tool_stream"] = True
     elif _has_tool_history(context):

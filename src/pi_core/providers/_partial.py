@@ -26,6 +26,7 @@ from .._events import (
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
+    terminal_event,
 )
 from .._messages import (
     AssistantMessage,
@@ -37,7 +38,14 @@ from .._messages import (
     Usage,
 )
 
-__all__ = ["PartialMessage", "StreamingJson", "parse_final_json", "parse_partial_json"]
+__all__ = [
+    "PartialMessage",
+    "StreamingJson",
+    "append_text",
+    "append_thinking",
+    "parse_final_json",
+    "parse_partial_json",
+]
 
 _ALWAYS_PARSED_CHARS = 8 * 1024
 """Arguments up to this size are re-parsed on every fragment: what a UI shows is exact."""
@@ -105,75 +113,141 @@ def parse_partial_json(text: str, previous: dict[str, Any]) -> dict[str, Any]:
     try:
         value = jiter.from_json(text.encode(), partial_mode="trailing-strings")
     except ValueError:
-        return previous
+        # A raw control character or an invalid escape inside a string: shown as the model
+        # wrote it (as the final parse will read it) rather than not at all until the end.
+        repaired = repair_strings(text, partial=True)
+        try:
+            value = jiter.from_json(repaired.encode(), partial_mode="trailing-strings")
+        except ValueError:
+            return previous
     return value if isinstance(value, dict) else previous
 
 
-def parse_final_json(text: str) -> dict[str, Any]:
-    """The arguments of a finished tool call.
+_VALID_ESCAPES = frozenset('"\\/bfnrtu')
+_CONTROL_ESCAPES = {"\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def repair_strings(text: str, *, partial: bool = False) -> str:
+    """``text`` with the two flaws models make inside JSON strings mended: a raw control
+    character becomes its escape, and a backslash that starts no valid escape (``\\d``) is
+    doubled, so it stays literal text. Outside strings nothing changes. With ``partial``, a
+    backslash that ends the text is left out, since the escape it starts has not arrived."""
+    out: list[str] = []
+    in_string = False
+    index, end = 0, len(text)
+    while index < end:
+        char = text[index]
+        index += 1
+        if not in_string:
+            in_string = char == '"'
+            out.append(char)
+        elif char == '"':
+            in_string = False
+            out.append(char)
+        elif char == "\\":
+            following = text[index] if index < end else ""
+            if partial and (not following or (following == "u" and end - index < 5)):
+                break  # an escape still arriving is held back
+            if not following:
+                out.append("\\\\")
+            elif following in _VALID_ESCAPES and (following != "u" or _hex4(text, index + 1)):
+                out.append(char + following)
+                index += 1
+            else:
+                out.append("\\\\")
+        elif char < " ":
+            out.append(_CONTROL_ESCAPES.get(char) or f"\\u{ord(char):04x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def _hex4(text: str, start: int) -> bool:
+    digits = text[start : start + 4]
+    return len(digits) == 4 and all(c in "0123456789abcdefABCDEF" for c in digits)
+
+
+def parse_final_json(text: str) -> tuple[dict[str, Any], str | None]:
+    """The arguments of a finished tool call, and why they are not usable (``None`` when they
+    are).
 
     JSON that is whole but not quite valid (a raw newline or tab inside a string, an invalid
-    escape such as ``\\d``) is repaired (json-repair) into the values the model meant.
-    Truncated JSON (a reply cut off by ``max_tokens``) keeps only the values that are complete:
-    a string cut in the middle is dropped rather than handed to a tool, where a truncated path
-    or command could do harm. Anything that is not an object gives ``{}``.
+    escape such as ``\\d``) is mended (:func:`repair_strings`) into the values the model meant.
+    Anything else that is not a JSON object (malformed text, or JSON cut off by ``max_tokens``)
+    gives ``{}`` and an error naming the problem and quoting the text, which validation hands
+    back to the model: no part of a truncated call (a cut path or command) reaches a tool.
     """
     if not text.strip():
-        return {}
-    data = text.encode()
+        return {}, None
     try:
-        value = jiter.from_json(data)
-    except ValueError:
-        value = _repaired(text) if _is_whole(text) else _complete_values(data)
-    return value if isinstance(value, dict) else {}
+        value = jiter.from_json(text.encode())
+    except ValueError as failure:
+        repaired = repair_strings(text)
+        try:
+            if repaired == text:
+                raise
+            value = jiter.from_json(repaired.encode())
+        except ValueError:
+            return {}, f"{failure}\n\nReceived arguments:\n{text}"
+    if not isinstance(value, dict):
+        return {}, f"Tool arguments must be a JSON object\n\nReceived arguments:\n{text}"
+    return value, None
 
 
-def _repaired(text: str) -> object:
-    import json_repair  # only for the rare arguments that need it
+def append_text(block: TextContent, delta: str) -> None:
+    """Append ``delta`` to ``block.text`` in amortized constant time.
 
-    return json_repair.loads(text)
+    ``block.text += delta`` copies the whole text at every delta, so a reply of a million tiny
+    deltas costs minutes. Taken off the block, the string has one reference, and CPython then
+    grows it in place.
+    """
+    text = block.text
+    block.text = ""
+    text += delta
+    block.text = text
 
 
-def _complete_values(data: bytes) -> object:
-    try:
-        return jiter.from_json(data, partial_mode="on")
-    except ValueError:
-        return {}
-
-
-def _is_whole(text: str) -> bool:
-    """True when ``text`` ends outside any string and closes every object and array it opens:
-    its flaws, if any, are inside (repairable), not a missing end (a truncated reply)."""
-    depth = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "{[":
-            depth += 1
-        elif char in "}]":
-            depth -= 1
-    return depth == 0 and not in_string
+def append_thinking(block: ThinkingContent, delta: str) -> None:
+    """Append ``delta`` to ``block.thinking`` in amortized constant time (see :func:`append_text`)."""
+    thinking = block.thinking
+    block.thinking = ""
+    thinking += delta
+    block.thinking = thinking
 
 
 class PartialMessage:
     """An :class:`AssistantMessage` under construction plus the events of each change.
 
-    Every event carries :attr:`message` itself as ``partial`` (not a copy), as upstream does;
-    consumers that keep a partial snapshot copy it.
+    Every event carries :attr:`message` itself as ``partial`` (not a copy), as upstream does,
+    and the terminal event carries it as the final message. It is live: ``content`` grows by a
+    block at each ``begin_*``, a text or thinking block's string grows at each ``add_*``, and a
+    tool call's ``arguments`` are replaced by a new dict as they parse. Consumers that keep a
+    partial as it was copy it.
     """
 
     __slots__ = ("_held", "_json", "_open", "message")
 
     def __init__(self, model: Model) -> None:
-        self.message = AssistantMessage([], model.api, model.provider, model.id)
+        # "pending" until the provider says why the reply ended.
+        self._begin(
+            AssistantMessage([], model.api, model.provider, model.id, stop_reason="pending")
+        )
+
+    @classmethod
+    def replaying(cls, reply: AssistantMessage) -> PartialMessage:
+        """A partial that streams the finished ``reply`` again (a scripted model's reply).
+
+        It starts as ``reply`` without content, so its stop reason, usage, error and ids are
+        there from the first event; ``reply`` itself is not changed.
+        """
+        partial = cls.__new__(cls)
+        message = reply.shallow_copy()
+        message.content = []
+        partial._begin(message)
+        return partial
+
+    def _begin(self, message: AssistantMessage) -> None:
+        self.message = message
         self._open: set[int] = set()
         self._json: dict[int, StreamingJson] = {}
         self._held: dict[int, str] = {}
@@ -192,11 +266,9 @@ class PartialMessage:
         :class:`StreamError` all the same, so the loop does not run its tool calls.
         """
         reason = self.message.stop_reason
-        if reason == "error" or reason == "aborted":
-            if self.message.error_message is None:
-                self.message.error_message = "The provider stopped the response with an error"
-            return StreamError(reason, self.message)
-        return StreamDone(reason, self.message)
+        if (reason == "error" or reason == "aborted") and self.message.error_message is None:
+            self.message.error_message = "The provider stopped the response with an error"
+        return terminal_event(self.message)
 
     def fail(self, reason: StopReason, error_message: str) -> StreamError:
         """The terminal event of a failed (``"error"``) or aborted reply; content is kept."""
@@ -220,7 +292,7 @@ class PartialMessage:
         block = self.message.content[index]
         assert isinstance(block, TextContent)
         delta = self._whole_characters(index, delta)
-        block.text += delta
+        append_text(block, delta)
         return TextDelta(index, delta, self.message)
 
     def begin_thinking(
@@ -235,7 +307,7 @@ class PartialMessage:
         block = self.message.content[index]
         assert isinstance(block, ThinkingContent)
         delta = self._whole_characters(index, delta)
-        block.thinking += delta
+        append_thinking(block, delta)
         return ThinkingDelta(index, delta, self.message)
 
     def _whole_characters(self, index: int, delta: str) -> str:
@@ -288,7 +360,7 @@ class PartialMessage:
         streaming = self._streaming(index)
         arguments = streaming.add(fragment)
         if index not in self._open:
-            block.arguments = parse_final_json(streaming.text)
+            block.arguments, block.arguments_error = parse_final_json(streaming.text)
             return None
         block.arguments = arguments
         return ToolCallDelta(index, fragment, self.message)
@@ -321,7 +393,7 @@ class PartialMessage:
             return ThinkingEnd(index, block.thinking, self.message)
         text = self.tool_json(index)
         if text.strip():
-            block.arguments = parse_final_json(text)
+            block.arguments, block.arguments_error = parse_final_json(text)
         return ToolCallEnd(index, block, self.message)
 
     def end_all(self) -> list[AssistantMessageEvent]:

@@ -22,6 +22,7 @@ from .._messages import (
     Context,
     ImageContent,
     Model,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     Tool,
@@ -29,7 +30,8 @@ from .._messages import (
     ToolResultMessage,
     UserMessage,
 )
-from ._openai_convert import IMAGE_OMITTED_TEXT
+from .._system import render_system_update
+from ._openai_convert import IMAGE_OMITTED_TEXT, NO_OUTPUT_TEXT
 from ._transcript import is_same_model, prepare_transcript
 
 __all__ = [
@@ -92,15 +94,14 @@ def split_call_id(call_id: str) -> tuple[str, str | None]:
 
 
 def convert_tools(tools: list[Tool]) -> list[Wire]:
-    """Tools as Responses function tools; ``strict`` is off, since the API's strict mode only
-    takes schemas whose every property is required and closed."""
+    """Tools as Responses function tools, without ``strict``: the API's strict mode only takes
+    schemas whose every property is required and closed, and left out it is off."""
     return [
         {
             "type": "function",
             "name": tool.name,
             "description": tool.description,
             "parameters": tool.parameters,
-            "strict": False,
         }
         for tool in tools
     ]
@@ -109,18 +110,26 @@ def convert_tools(tools: list[Tool]) -> list[Wire]:
 def convert_input(model: Model, context: Context) -> list[Wire]:
     """The ``input`` array: the system prompt, then the prepared transcript as items."""
     items: list[Wire] = []
+    # Reasoning models take instructions as "developer" messages.
+    developer = model.reasoning and (
+        model.compat is None or model.compat.supports_developer_role is not False
+    )
+    role = "developer" if developer else "system"
     if context.system_prompt:
-        # Reasoning models take instructions as "developer" messages.
-        role = "developer" if model.reasoning else "system"
         items.append({"role": role, "content": context.system_prompt})
     ids = _ItemIds()
-    for message in prepare_transcript(context.messages, model, normalize_id, keep_own_ids=True):
+    transcript = prepare_transcript(context.messages, model, normalize_id, keep_own_ids=True)
+    for number, message in enumerate(transcript):
         if isinstance(message, UserMessage):
             content = _user_content(model, message)
             if content:
                 items.append({"role": "user", "content": content})
         elif isinstance(message, AssistantMessage):
-            items.extend(_assistant_items(model, message, ids))
+            items.extend(_assistant_items(model, message, ids.of_message(number)))
+        elif isinstance(message, SystemMessage):  # kept in place for this model
+            text = render_system_update(message)
+            if text:
+                items.append({"role": role, "content": text})
         else:
             items.append(_tool_output(model, message))
     return items
@@ -146,16 +155,31 @@ def _input_part(model: Model, block: TextContent | ImageContent) -> Wire:
 
 class _ItemIds:
     """Hands out message item ids that the API accepts: unique in one request, starting with
-    ``msg``, at most 64 characters."""
+    ``msg``, at most 64 characters.
+
+    A text without an id of its own (another model's, or one from before ids were kept) gets
+    ``msg_pi_<n>`` after its message's place in the transcript (``msg_pi_<n>_<k>`` for the
+    message's k-th further text), as the TypeScript original names them, so that both send the
+    same request for the same transcript.
+    """
 
     def __init__(self) -> None:
         self._used: set[str] = set()
+        self._message = 0
+        self._texts = 0
+
+    def of_message(self, number: int) -> _ItemIds:
+        """Start handing out the ids of the texts of message ``number``."""
+        self._message, self._texts = number, 0
+        return self
 
     def claim(self, wanted: str | None) -> str:
+        fallback = f"msg_pi_{self._message}" + (f"_{self._texts}" if self._texts else "")
+        self._texts += 1
         if wanted and len(wanted) > _MAX_ID:
             wanted = "msg_" + hashlib.sha256(wanted.encode()).hexdigest()[:40]
         if not wanted or not wanted.startswith("msg") or wanted in self._used:
-            wanted = f"msg_pi{len(self._used)}"
+            wanted = fallback
             while wanted in self._used:
                 wanted += "_"
         self._used.add(wanted)
@@ -228,6 +252,8 @@ def _function_call(call: ToolCall, same: bool) -> Wire:
 def _tool_output(model: Model, message: ToolResultMessage) -> Wire:
     call_id, _ = split_call_id(message.tool_call_id)
     text = "\n".join(block.text for block in message.content if isinstance(block, TextContent))
+    if not text.strip():
+        text = ""  # blank text says nothing, and the API refuses an empty text part
     images = [block for block in message.content if isinstance(block, ImageContent)]
     output: str | list[Wire]
     if images and "image" in model.input:
@@ -237,5 +263,5 @@ def _tool_output(model: Model, message: ToolResultMessage) -> Wire:
     elif images:
         output = f"{text}\n{IMAGE_OMITTED_TEXT}" if text else IMAGE_OMITTED_TEXT
     else:
-        output = text or "(no output)"
+        output = text or NO_OUTPUT_TEXT
     return {"type": "function_call_output", "call_id": call_id, "output": output}

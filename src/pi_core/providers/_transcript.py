@@ -11,10 +11,13 @@ mutates the caller's messages:
   calls' order: a missing one is synthesized as an error result ``"No result provided"``.
   Results that answer no pending call (the calls of a skipped message, duplicates, results
   after the conversation moved on) are dropped.
+* System messages left in the transcript (for a model that takes them mid-way) stay where they
+  are, except that one arriving between a tool call and its result waits until after the
+  results, which must follow their call.
 * Thinking of the same model (same provider, api and model id) is kept as it is. Thinking of
-  another model becomes plain text when it has any, and redacted thinking of another model is
-  dropped: its encrypted payload is only readable by the model that wrote it. Tool call thought
-  signatures are dropped across models for the same reason.
+  another model is dropped: its signature or encrypted payload is only readable by the model
+  that wrote it, and sent as plain text it would read as something this model said. Tool call
+  thought signatures are dropped across models for the same reason.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from .._messages import (
     AssistantMessage,
     Message,
     Model,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -34,7 +38,19 @@ from .._messages import (
     UserMessage,
 )
 
-__all__ = ["NO_RESULT_TEXT", "is_same_model", "prepare_transcript"]
+__all__ = [
+    "NO_RESULT_TEXT",
+    "ConversationMessage",
+    "PreparedMessage",
+    "is_same_model",
+    "prepare_transcript",
+]
+
+ConversationMessage = UserMessage | AssistantMessage | ToolResultMessage
+"""The turns of a conversation: system messages reach a provider as its system prompt
+(:func:`pi_core.lowlevel.provider_transcript`), or, for a model that takes them mid-way, as the
+later system messages that :func:`prepare_transcript` passes through."""
+PreparedMessage = ConversationMessage | SystemMessage
 
 NO_RESULT_TEXT = "No result provided"
 """The text of a synthesized result for a tool call that has none (upstream's words)."""
@@ -57,7 +73,7 @@ def prepare_transcript(
     normalize_id: IdMap | None = None,
     *,
     keep_own_ids: bool = False,
-) -> list[Message]:
+) -> list[PreparedMessage]:
     """The messages a provider may see for ``model`` (see the module docstring).
 
     The results of an assistant message's calls follow it in the calls' order, whatever order
@@ -67,18 +83,25 @@ def prepare_transcript(
     checks them against what it remembers of its reply).
     """
     fix_id: IdMap = normalize_id or _identity
-    result: list[Message] = []
+    result: list[PreparedMessage] = []
     pending: dict[str, ToolCall] = {}
     answers: dict[str, ToolResultMessage] = {}
     renamed: dict[str, str] = {}
+    held: list[PreparedMessage] = []
+    """System messages that arrived while calls waited for their results."""
     for message in messages:
         if isinstance(message, ToolResultMessage):
             call_id = renamed.get(message.tool_call_id, message.tool_call_id)
             if call_id in pending and call_id not in answers:
                 answers[call_id] = attrs.evolve(message, tool_call_id=call_id)
             continue
+        if isinstance(message, SystemMessage) and pending:
+            held.append(message)
+            continue
         _answer_calls(pending, answers, result)
-        if isinstance(message, UserMessage):
+        result.extend(held)
+        held.clear()
+        if isinstance(message, (UserMessage, SystemMessage)):
             result.append(message)
         elif isinstance(message, AssistantMessage) and message.stop_reason not in (
             "error",
@@ -90,6 +113,7 @@ def prepare_transcript(
             renamed = dict(zip(_call_ids(message), _call_ids(kept), strict=True))
             result.append(kept)
     _answer_calls(pending, answers, result)
+    result.extend(held)
     return result
 
 
@@ -98,7 +122,9 @@ def _call_ids(message: AssistantMessage) -> list[str]:
 
 
 def _answer_calls(
-    pending: dict[str, ToolCall], answers: dict[str, ToolResultMessage], result: list[Message]
+    pending: dict[str, ToolCall],
+    answers: dict[str, ToolResultMessage],
+    result: list[PreparedMessage],
 ) -> None:
     """Append one result per pending call, in call order (an error result where none came)."""
     for call in pending.values():
@@ -118,8 +144,7 @@ def _convert_assistant(message: AssistantMessage, model: Model, fix_id: IdMap) -
             signature = block.thought_signature if same else None
             content.append(ToolCall(fix_id(block.id), block.name, block.arguments, signature))
         elif isinstance(block, ThinkingContent) and not same:
-            if not block.redacted and block.thinking.strip():
-                content.append(TextContent(block.thinking))
+            continue  # another model's reasoning: neither readable by this one nor its words
         else:
             content.append(block)
     return attrs.evolve(message, content=content)

@@ -27,28 +27,34 @@ Mapping:
 * Usage: ``message_start`` gives the input side (with cache reads and writes), ``message_delta``
   the cumulative output; totals are the sum of the four counts.
 * ``stop_reason``: ``end_turn`` / ``stop_sequence`` / ``pause_turn`` → stop, ``max_tokens`` /
-  ``model_context_window_exceeded`` → length, ``tool_use`` → toolUse, ``refusal`` → a
-  ``StreamError``. An ``error`` event mid-stream (``overloaded_error`` …) is a ``StreamError``.
-* Thinking, for a ``model.reasoning`` model: with ``options.reasoning`` a level, Opus and Sonnet
-  4.6 and later think adaptively (``thinking: {type: "adaptive"}`` and ``output_config.effort``
+  ``model_context_window_exceeded`` → length, ``tool_use`` → toolUse; ``refusal`` is an error
+  with the API's explanation (else "The model refused to complete the request"), ``sensitive``
+  "Provider stopped with: sensitive", any other reason "Unhandled stop reason: <reason>". An
+  ``error`` event mid-stream (``overloaded_error`` …) is a ``StreamError``, and so is a stream
+  that ends before ``message_stop`` or without a stop reason.
+* Thinking, for a ``model.reasoning`` model: with ``options.reasoning`` a level, models whose
+  ``compat.force_adaptive_thinking`` is true (the catalogue's Opus and Sonnet 4.6 and later)
+  think adaptively (``thinking: {type: "adaptive"}`` and ``output_config.effort``
   low / medium / high), older models with that level's token budget
   (:data:`DEFAULT_THINKING_BUDGETS`, overridden per level by ``options.thinking_budgets``;
   ``max_tokens`` grows by the budget, capped at ``model.max_tokens``) and the
   ``interleaved-thinking-2025-05-14`` beta header, so they may think between tool calls. With
   no level (or ``"off"``) thinking is sent as ``{type: "disabled"}``. ``temperature`` is sent
-  only without thinking, which the API requires.
+  only without thinking, which the API requires, and not to a model whose
+  ``compat.supports_temperature`` is false.
 * Tools stream their arguments as they are written (``eager_input_streaming``; a server whose
   ``model.compat.supports_eager_tool_input_streaming`` is false gets the fine-grained tool
   streaming beta header instead).
-* ``max_tokens`` (required by the API): ``options.max_tokens``, else ``model.max_tokens`` capped
-  at 32000, else 4096.
+* ``max_tokens`` (required by the API): ``options.max_tokens``, else ``model.max_tokens``, fitted
+  into the context window; 4096 when the model's limit is unknown.
+* An error result's images (which the API refuses there) follow the turn's results, under a
+  caption naming the call; the result's text says they follow.
 * Prompt caching follows ``options.cache_retention`` (default ``"short"``): the system prompt,
   the last tool and the last user block carry ``cache_control``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -65,7 +71,11 @@ from ._common import (
     merge_headers,
     register_stream,
     start_stream,
+    transcript_context,
+    user_agent,
 )
+from ._output_cap import clamp_to_context, output_cap
+from ._tool_choice import anthropic_tool_choice
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -98,10 +108,8 @@ DEFAULT_THINKING_BUDGETS: Mapping[str, int] = {
 FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 
-_ADAPTIVE_MODEL = re.compile(r"(opus|sonnet)-(\d+)[.-](\d{1,2})(?!\d)")
 _EFFORTS = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
 _DEFAULT_MAX_TOKENS = 4096
-_MAX_TOKENS_CAP = 32000
 _MIN_OUTPUT_TOKENS = 1024
 
 
@@ -140,7 +148,9 @@ def stream_anthropic(
 def register(*, client: httpx.AsyncClient | None = None) -> None:
     """Serve api ``"anthropic-messages"`` in :func:`pi_core.stream_simple` (replacing any).
 
-    With ``client``, every request of the registry goes through that client.
+    :func:`~pi_core.stream_simple` uses this provider for its api without it; register it to
+    replace another provider registered for the api, or, with ``client``, to send every request
+    of the registry through that client.
     """
     register_stream(API, stream_anthropic, client)
 
@@ -157,7 +167,9 @@ def _build_request(
     model: Model, context: Context, options: StreamOptions, api_key: str
 ) -> RequestSpec:
     """The Messages request for ``context``, sent with ``api_key``."""
+    context = transcript_context(context)  # later system messages folded into the prompt
     fixed = {
+        "User-Agent": user_agent(),
         "x-api-key": api_key,
         "anthropic-version": ANTHROPIC_VERSION,
         "Content-Type": "application/json",
@@ -175,15 +187,20 @@ def _messages_url(model: Model) -> str:
     return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
 
 
+def _forces_tool(options: StreamOptions) -> bool:
+    return options.tool_choice is not None and options.tool_choice not in ("auto", "none")
+
+
 def _thinking_on(model: Model, options: StreamOptions) -> bool:
-    return model.reasoning and options.reasoning not in (None, "off")
+    # The API refuses a forced tool with thinking on: forcing wins for that request.
+    return model.reasoning and options.reasoning not in (None, "off") and not _forces_tool(options)
 
 
 def uses_adaptive_thinking(model: Model) -> bool:
-    """True for the models that think adaptively with an effort level (Opus and Sonnet 4.6 and
-    later) rather than with a token budget."""
-    match = _ADAPTIVE_MODEL.search(model.id)
-    return match is not None and (int(match[2]), int(match[3])) >= (4, 6)
+    """True for the models that think adaptively with an effort level rather than with a token
+    budget, as ``model.compat.force_adaptive_thinking`` says (the catalogue sets it for Opus
+    and Sonnet 4.6 and later; a model described by hand sets it itself)."""
+    return model.compat is not None and model.compat.force_adaptive_thinking is True
 
 
 def _betas(model: Model, context: Context, options: StreamOptions) -> list[str]:
@@ -196,16 +213,18 @@ def _betas(model: Model, context: Context, options: StreamOptions) -> list[str]:
     return betas
 
 
-def thinking_settings(model: Model, options: StreamOptions) -> tuple[int, int | None]:
+def thinking_settings(
+    model: Model, options: StreamOptions, context: Context | None = None
+) -> tuple[int, int | None]:
     """``(max_tokens, thinking budget or None)`` for this call.
 
-    The budget is added on top of the answer's tokens, capped at ``model.max_tokens``; when the
-    cap leaves no room, the budget shrinks to keep 1024 tokens for the answer (as upstream).
+    The budget is added on top of the answer's tokens, capped at ``model.max_tokens`` and at
+    what the context window leaves after ``context``; the budget always leaves 1024 tokens for
+    the answer (as upstream).
     Models that think adaptively (:func:`uses_adaptive_thinking`) take no budget.
     """
-    base = options.max_tokens or (
-        min(model.max_tokens, _MAX_TOKENS_CAP) if model.max_tokens else _DEFAULT_MAX_TOKENS
-    )
+    context = context or Context()
+    base = output_cap(model, context, options.max_tokens) or _DEFAULT_MAX_TOKENS
     level = options.reasoning
     if level is None or not _thinking_on(model, options) or uses_adaptive_thinking(model):
         return base, None
@@ -214,14 +233,15 @@ def thinking_settings(model: Model, options: StreamOptions) -> tuple[int, int | 
     max_tokens = base + budget
     if model.max_tokens:
         max_tokens = min(max_tokens, model.max_tokens)
+    max_tokens = clamp_to_context(model, context, max_tokens)
     if max_tokens <= budget:
         budget = max(0, max_tokens - _MIN_OUTPUT_TOKENS)
-    return max_tokens, budget
+    return max_tokens, min(budget, max(0, max_tokens - _MIN_OUTPUT_TOKENS))
 
 
 def _body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
     cache = cache_control(model, options.cache_retention)
-    max_tokens, budget = thinking_settings(model, options)
+    max_tokens, budget = thinking_settings(model, options, context)
     body: dict[str, Any] = {
         "model": model.id,
         "max_tokens": max_tokens,
@@ -237,11 +257,17 @@ def _body(model: Model, context: Context, options: StreamOptions) -> dict[str, A
         )
         body["tools"] = convert_tools(context.tools, eager=eager, cache=cache)
     _add_thinking(body, model, options, budget)
-    if not _thinking_on(model, options) and options.temperature is not None:
+    if (
+        not _thinking_on(model, options)
+        and options.temperature is not None
+        and (model.compat is None or model.compat.supports_temperature is not False)
+    ):
         body["temperature"] = options.temperature  # the API refuses it with thinking
     user_id = (options.metadata or {}).get("user_id")
     if isinstance(user_id, str):
         body["metadata"] = {"user_id": user_id}
+    if options.tool_choice is not None and context.tools:
+        body["tool_choice"] = anthropic_tool_choice(options.tool_choice)
     return body
 
 
@@ -256,4 +282,8 @@ def _add_thinking(
         body["thinking"] = {"type": "adaptive", "display": "summarized"}
         body["output_config"] = {"effort": _EFFORTS.get(options.reasoning or "", "high")}
     else:
-        body["thinking"] = {"type": "enabled", "budget_tokens": budget or 0}
+        body["thinking"] = {
+            "type": "enabled",
+            "budget_tokens": budget or 0,
+            "display": "summarized",  # the API's default for these models; said as upstream does
+        }

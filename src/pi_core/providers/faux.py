@@ -16,7 +16,6 @@ Example::
 from __future__ import annotations
 
 import copy
-import inspect
 import random
 import uuid
 from collections import deque
@@ -27,7 +26,8 @@ import anyio
 import anyio.lowlevel
 import attrs
 
-from .._events import AssistantMessageEvent, StreamError, StreamStart
+from .._events import AssistantMessageEvent, StreamError
+from .._maybe_async import needs_await
 from .._messages import (
     AssistantContent,
     AssistantMessage,
@@ -52,7 +52,6 @@ from ._faux_stream import (
     estimate_tokens,
     serialize_context,
     streamed_text,
-    terminal,
 )
 from ._prompt_cache import PromptCache
 
@@ -291,12 +290,12 @@ class FauxProvider:
         if aborted(signal):
             yield partial.aborted()
             return
-        yield StreamStart(partial.snapshot())
+        yield partial.start()
         for index, block in enumerate(message.content):
             if aborted(signal):
                 yield partial.aborted()
                 return
-            yield partial.open_block(index, block)
+            yield partial.open_block(block)
             for chunk in self._chunks(streamed_text(block)):
                 await self._wait_for(chunk)
                 if aborted(signal):
@@ -304,7 +303,7 @@ class FauxProvider:
                     return
                 yield partial.add_chunk(index, block, chunk)
             yield partial.close_block(index, block)
-        yield terminal(message)
+        yield partial.done()
 
     async def _resolve(
         self,
@@ -325,7 +324,7 @@ class FauxProvider:
                 if isinstance(step, AssistantMessage)
                 else step(context, options, call_count, model)
             )
-            if inspect.isawaitable(message):
+            if needs_await(message):
                 message = await message
             final = self._adopt(message, model)
             final.usage = self._estimate_usage(context, final, options)

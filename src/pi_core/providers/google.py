@@ -61,9 +61,13 @@ from ._common import (
     parse_event_json,
     register_stream,
     start_stream,
+    transcript_context,
+    user_agent,
 )
 from ._google_convert import convert_contents, convert_system, convert_tools, is_gemini_3
+from ._output_cap import output_cap
 from ._partial import PartialMessage
+from ._tool_choice import gemini_tool_config
 
 __all__ = [
     "API",
@@ -84,7 +88,11 @@ _BUDGETS = {
     "2.5-flash-lite": {"minimal": 512, "low": 2048, "medium": 8192, "high": 24576},
     "2.5-flash": {"minimal": 128, "low": 2048, "medium": 8192, "high": 24576},
 }
-_STOP_REASONS: dict[str, StopReason] = {"STOP": "stop", "MAX_TOKENS": "length"}
+_STOP_REASONS: dict[str, StopReason] = {
+    "STOP": "stop",
+    "MAX_TOKENS": "length",
+    "CONTINUATION": "length",  # the token limit of the request, not resumed
+}
 
 
 def stream_google(
@@ -121,7 +129,9 @@ def stream_google(
 def register(*, client: httpx.AsyncClient | None = None) -> None:
     """Serve api ``"google-generative-ai"`` in :func:`pi_core.stream_simple` (replacing any).
 
-    With ``client``, every request of the registry goes through that client.
+    :func:`~pi_core.stream_simple` uses this provider for its api without it; register it to
+    replace another provider registered for the api, or, with ``client``, to send every request
+    of the registry through that client.
     """
     register_stream(API, stream_google, client)
 
@@ -151,8 +161,13 @@ def _build_request(
     model: Model, context: Context, options: StreamOptions, api_key: str
 ) -> RequestSpec:
     """The streamGenerateContent request, sent with ``api_key``."""
+    context = transcript_context(context)  # later system messages folded into the prompt
     headers = merge_headers(
-        {"x-goog-api-key": api_key, "Content-Type": "application/json"},
+        {
+            "User-Agent": user_agent(),
+            "x-goog-api-key": api_key,
+            "Content-Type": "application/json",
+        },
         model.headers,
         options.headers,
     )
@@ -168,11 +183,14 @@ def _body(model: Model, context: Context, options: StreamOptions) -> dict[str, A
         body["systemInstruction"] = system
     if context.tools:
         body["tools"] = convert_tools(context.tools)
+        if options.tool_choice is not None:
+            body["toolConfig"] = gemini_tool_config(options.tool_choice)
     config: dict[str, Any] = {}
     if options.temperature is not None:
         config["temperature"] = options.temperature
-    if options.max_tokens:
-        config["maxOutputTokens"] = options.max_tokens
+    max_tokens = output_cap(model, context, options.max_tokens)
+    if max_tokens is not None:
+        config["maxOutputTokens"] = max_tokens
     thinking = _thinking_config(model, options)
     if thinking is not None:
         config["thinkingConfig"] = thinking
@@ -234,6 +252,7 @@ class _ChunkMapper:
         reason = candidate.get("finishReason")
         if reason:
             self._finish_reason = str(reason)
+            self._partial.message.raw_stop_reason = str(reason)
             self._set_stop_reason(str(reason), candidate.get("finishMessage"))
         blocked = (chunk.get("promptFeedback") or {}).get("blockReason")
         if blocked:
@@ -241,9 +260,9 @@ class _ChunkMapper:
 
     def finish(self) -> Iterator[AssistantMessageEvent]:
         """Close the open block; a stream without a ``finishReason`` is incomplete."""
-        if self._finish_reason is None:
-            raise StreamFailure("The stream ended before the response was complete")
         yield from self._partial.end_all()
+        if self._finish_reason is None:
+            raise StreamFailure("Google stream ended without a finish reason")
 
     def _note_metadata(self, chunk: dict[str, Any]) -> None:
         message = self._partial.message
@@ -263,6 +282,7 @@ class _ChunkMapper:
                     + (usage.get("thoughtsTokenCount") or 0),
                     cache_read=cached,
                     cache_write=0,
+                    reasoning=usage.get("thoughtsTokenCount") or 0,
                 )
             )
 
@@ -273,7 +293,7 @@ class _ChunkMapper:
             stop = "toolUse"
         message.stop_reason = stop
         if stop == "error":
-            text = f"The provider stopped the response (finishReason: {reason})"
+            text = f"Provider stopped with: {reason}"
             message.error_message = f"{text}: {detail}" if detail else text
 
     # --- parts --------------------------------------------------------------------------------
@@ -325,9 +345,11 @@ class _ChunkMapper:
         if isinstance(signature, str) and signature:
             self._partial.tool_call(index).thought_signature = signature
         args = call.get("args")
-        delta = self._partial.add_tool_json(
-            index, json.dumps(args if isinstance(args, dict) else {}, ensure_ascii=False)
+        # Compact, as JSON.stringify writes it, so consumers see the original's text.
+        text = json.dumps(
+            args if isinstance(args, dict) else {}, ensure_ascii=False, separators=(",", ":")
         )
+        delta = self._partial.add_tool_json(index, text)
         if delta is not None:
             yield delta
         end = self._partial.end_block(index)

@@ -64,15 +64,18 @@ from .._registry import unregister_provider
 from ._common import (
     RequestSpec,
     StreamFailure,
-    error_text,
+    error_body_message,
     make_usage,
     merge_headers,
     parse_event_json,
     register_stream,
     start_stream,
+    transcript_context,
+    user_agent,
 )
 from ._openai_compat import resolve_compat
 from ._openai_request import build_body, session_headers
+from ._openrouter_cost import billed_cost
 from ._partial import PartialMessage
 
 __all__ = ["API", "DEFAULT_BASE_URL", "ENV_API_KEY", "register", "stream_openai", "unregister"]
@@ -130,7 +133,9 @@ def stream_openai(
 def register(*, client: httpx.AsyncClient | None = None) -> None:
     """Serve api ``"openai-completions"`` in :func:`pi_core.stream_simple` (replacing any).
 
-    With ``client``, every request of the registry goes through that client.
+    :func:`~pi_core.stream_simple` uses this provider for its api without it; register it to
+    replace another provider registered for the api, or, with ``client``, to send every request
+    of the registry through that client.
     """
     register_stream(API, stream_openai, client)
 
@@ -148,9 +153,13 @@ def _build_request(
 ) -> RequestSpec:
     """The Chat Completions request for ``context``, sent with ``api_key``."""
     compat = resolve_compat(model)
+    context = transcript_context(
+        context, mid_conversation=compat.supports_mid_convo_system_messages is True
+    )
     base_url = (model.base_url or DEFAULT_BASE_URL).rstrip("/")
     headers = merge_headers(
         {
+            "User-Agent": user_agent(),
             "Authorization": f"Bearer {api_key}",
             "Content-Type": "application/json",
             "Accept": "text/event-stream",
@@ -172,6 +181,7 @@ class _ChunkMapper:
     def __init__(self, partial: PartialMessage, model: Model) -> None:
         self._partial = partial
         self._model = model
+        self._compat = resolve_compat(model)
         self._current: int | None = None
         self._current_kind = ""
         self._calls: dict[int, int] = {}
@@ -195,7 +205,7 @@ class _ChunkMapper:
         chunk = parse_event_json(sse)
         if chunk.get("error") or sse.event == "error":
             # OpenRouter and vLLM report failures after the 200 status as an error chunk.
-            raise StreamFailure(error_text(chunk) or f"Provider error: {data}")
+            raise StreamFailure(error_body_message(chunk) or f"Provider error: {data}")
         self._note_metadata(chunk)
         choices = chunk.get("choices")
         if not choices:
@@ -219,8 +229,15 @@ class _ChunkMapper:
     def finish(self) -> Iterator[AssistantMessageEvent]:
         """Close the open block; a stream without ``finish_reason`` or ``[DONE]`` is incomplete."""
         yield from self._partial.end_all()
-        if not (self._done or self._finished):
-            raise StreamFailure("The stream ended before the response was complete")
+        if self._finished:
+            return
+        if self._compat.supports_finish_reason is False:
+            # A server known to leave finish_reason out: the reply's content tells.
+            message = self._partial.message
+            calls = any(isinstance(block, ToolCall) for block in message.content)
+            message.stop_reason = "toolUse" if calls else "stop"
+            return
+        raise StreamFailure("Stream ended without finish_reason")
 
     def _note_metadata(self, chunk: dict[str, Any]) -> None:
         message = self._partial.message
@@ -235,9 +252,10 @@ class _ChunkMapper:
 
     def _set_stop_reason(self, reason: str) -> None:
         message = self._partial.message
+        message.raw_stop_reason = reason
         message.stop_reason = _stop_reason(reason)
         if message.stop_reason == "error":
-            message.error_message = f"The provider stopped the response (finish_reason: {reason})"
+            message.error_message = f"Provider finish_reason: {reason}"
 
     def _switch(self, kind: str) -> Iterator[AssistantMessageEvent]:
         """Close the open block unless it is of ``kind``."""
@@ -301,24 +319,38 @@ def _stop_reason(reason: str) -> StopReason:
 
 
 def _usage(model: Model, usage: dict[str, Any]) -> Usage:
-    """Token counts in every dialect: OpenAI's ``prompt_tokens_details.cached_tokens``,
-    DeepSeek's ``prompt_cache_hit_tokens``, OpenRouter's ``cache_write_tokens`` (which some
-    servers also count in ``cached_tokens``). ``prompt_tokens`` includes the cached and written
-    tokens; ``completion_tokens`` includes the reasoning tokens."""
+    """Token counts in every dialect: cache reads are OpenAI's
+    ``prompt_tokens_details.cached_tokens``, else DeepSeek's ``prompt_cache_hit_tokens``, else
+    Kimi's ``cached_tokens``; cache writes OpenRouter's ``cache_write_tokens``, counted apart
+    from the reads. ``prompt_tokens`` includes both; ``completion_tokens`` includes the
+    reasoning tokens. OpenRouter's billed cost, when it reports a complete one, is the total."""
     details = usage.get("prompt_tokens_details") or {}
-    reported = _count(details.get("cached_tokens"))
-    if reported is None:
-        reported = _count(usage.get("prompt_cache_hit_tokens")) or 0
+    cache_read = _first_count(
+        details.get("cached_tokens"),
+        usage.get("prompt_cache_hit_tokens"),
+        usage.get("cached_tokens"),
+    )
     cache_write = _count(details.get("cache_write_tokens")) or 0
-    cache_read = max(0, reported - cache_write) if cache_write else reported
     prompt = _count(usage.get("prompt_tokens")) or 0
-    return make_usage(
+    reasoning = _count((usage.get("completion_tokens_details") or {}).get("reasoning_tokens"))
+    counted = make_usage(
         model,
         input=max(0, prompt - cache_read - cache_write),
         output=_count(usage.get("completion_tokens")) or 0,
         cache_read=cache_read,
         cache_write=cache_write,
+        reasoning=reasoning or _count(usage.get("reasoning_tokens")) or 0,
     )
+    if model.provider == "openrouter" or "openrouter.ai" in model.base_url:
+        billed = billed_cost(usage)
+        if billed is not None:
+            counted.cost.total, counted.cost.total_from_provider = billed, True
+    return counted
+
+
+def _first_count(*values: object) -> int:
+    """The first of ``values`` that is a count (0 counts), else 0."""
+    return next((value for value in map(_count, values) if value is not None), 0)
 
 
 def _count(value: object) -> int | None:

@@ -21,8 +21,8 @@ Mapping:
 * Output items become blocks: ``reasoning`` → thinking (its summary text), ``message`` → text
   (refusals included), ``function_call`` → a tool call with id ``<call_id>|<item id>``. The
   signatures keep what must go back (see :mod:`pi_core.providers._responses_convert`): requests
-  set ``store: false`` and ask for ``reasoning.encrypted_content``, so reasoning round-trips
-  without anything stored at OpenAI.
+  set ``store: false`` and, when they ask for reasoning, ``reasoning.encrypted_content``, so
+  reasoning round-trips without anything stored at OpenAI.
 * ``response.completed`` → stop (toolUse when the reply calls tools); ``response.incomplete`` →
   length for ``max_output_tokens``, an error naming the reason otherwise; ``response.failed`` and
   ``error`` events → an error with the API's code and message. Usage is kept in every case. A
@@ -31,8 +31,9 @@ Mapping:
   ``output_tokens`` (reasoning included) is output.
 * ``options.reasoning`` on a reasoning model becomes ``reasoning.effort`` (``xhigh`` is sent as
   ``high``, which every reasoning model accepts) with an ``auto`` summary;
-  ``options.max_tokens`` is ``max_output_tokens``; ``options.session_id`` is the
-  ``prompt_cache_key`` (and the ``session_id`` header, unless ``model.compat`` says the server
+  ``max_output_tokens`` is ``options.max_tokens``, else the model's limit, fitted into the
+  context window; ``options.session_id`` is the
+  ``prompt_cache_key`` (and the ``session-id`` header, unless ``model.compat`` says the server
   does not want it) unless ``cache_retention`` is ``"none"``, and ``"long"`` retention asks for
   24 hours (unless ``model.compat.supports_long_cache_retention`` is false).
 """
@@ -58,9 +59,13 @@ from ._common import (
     parse_event_json,
     register_stream,
     start_stream,
+    transcript_context,
+    user_agent,
 )
+from ._output_cap import output_cap
 from ._partial import PartialMessage
 from ._responses_convert import convert_input, convert_tools, encode_text_signature
+from ._tool_choice import add_sampling_params, responses_tool_choice
 
 __all__ = [
     "API",
@@ -76,6 +81,8 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ENV_API_KEY = "OPENAI_API_KEY"
 
 _ENDINGS = ("response.completed", "response.incomplete", "response.failed")
+_MIN_OUTPUT_TOKENS = 16
+"""The API refuses a ``max_output_tokens`` below this."""
 
 
 def stream_openai_responses(
@@ -112,7 +119,9 @@ def stream_openai_responses(
 def register(*, client: httpx.AsyncClient | None = None) -> None:
     """Serve api ``"openai-responses"`` in :func:`pi_core.stream_simple` (replacing any).
 
-    With ``client``, every request of the registry goes through that client.
+    :func:`~pi_core.stream_simple` uses this provider for its api without it; register it to
+    replace another provider registered for the api, or, with ``client``, to send every request
+    of the registry through that client.
     """
     register_stream(API, stream_openai_responses, client)
 
@@ -129,8 +138,13 @@ def _build_request(
     model: Model, context: Context, options: StreamOptions, api_key: str
 ) -> RequestSpec:
     """The Responses request for ``context``, sent with ``api_key``."""
+    mid_conversation = model.compat is not None and (
+        model.compat.supports_mid_convo_system_messages is True
+    )
+    context = transcript_context(context, mid_conversation=mid_conversation)
     headers = merge_headers(
         {
+            "User-Agent": user_agent(),
             "Authorization": f"Bearer {api_key}",
             "Content-Type": "application/json",
             "Accept": "text/event-stream",
@@ -149,7 +163,7 @@ def _session_headers(model: Model, options: StreamOptions) -> dict[str, str]:
         return {}
     headers = {"x-client-request-id": options.session_id}
     if model.compat is None or model.compat.send_session_id_header is not False:
-        headers["session_id"] = options.session_id
+        headers["session-id"] = options.session_id
     return headers
 
 
@@ -166,18 +180,25 @@ def _body(model: Model, context: Context, options: StreamOptions) -> dict[str, A
         model.compat is None or model.compat.supports_long_cache_retention is not False
     ):
         body["prompt_cache_retention"] = "24h"
-    if options.max_tokens:
-        body["max_output_tokens"] = options.max_tokens
+    max_tokens = output_cap(model, context, options.max_tokens)
+    if max_tokens is not None and (
+        model.compat is None or model.compat.supports_max_output_tokens is not False
+    ):
+        body["max_output_tokens"] = max(max_tokens, _MIN_OUTPUT_TOKENS)
     if options.temperature is not None:
         body["temperature"] = options.temperature
     if context.tools:
         body["tools"] = convert_tools(context.tools)
     if model.reasoning:
-        # Without the encrypted content a reasoning item cannot be sent back (nothing is stored).
-        body["include"] = ["reasoning.encrypted_content"]
         level = options.reasoning
         if level is not None and level != "off":
             body["reasoning"] = {"effort": "high" if level == "xhigh" else level, "summary": "auto"}
+            # Without the encrypted content a reasoning item cannot be sent back (nothing is
+            # stored); a request that asks for no reasoning asks for none of it either.
+            body["include"] = ["reasoning.encrypted_content"]
+    if options.tool_choice is not None and context.tools:
+        body["tool_choice"] = responses_tool_choice(options.tool_choice)
+    add_sampling_params(body, options)
     return body
 
 
@@ -230,9 +251,9 @@ class _ResponsesMapper:
 
     def finish(self) -> Iterator[AssistantMessageEvent]:
         """Close open blocks; a stream without its ``response.*`` ending is incomplete."""
-        if not self._done:
-            raise StreamFailure("The stream ended before the response was complete")
         yield from self._partial.end_all()
+        if not self._done:
+            raise StreamFailure("OpenAI Responses stream ended before a terminal response event")
 
     # --- items --------------------------------------------------------------------------------
 
@@ -351,6 +372,8 @@ class _ResponsesMapper:
     def _end(self, kind: str, response: dict[str, Any]) -> None:
         self._done = True
         self._note_response(response)
+        if response.get("status"):
+            self._partial.message.raw_stop_reason = str(response["status"])
         usage = response.get("usage")
         if isinstance(usage, dict):
             self._partial.set_usage(_usage(self._model, usage))
@@ -358,12 +381,16 @@ class _ResponsesMapper:
         if kind == "response.failed":
             raise StreamFailure(_failure_text(response))
         if kind == "response.incomplete":
-            reason = (response.get("incomplete_details") or {}).get("reason") or "unknown"
+            reason = (response.get("incomplete_details") or {}).get("reason")
             if reason == "max_output_tokens":
                 message.stop_reason = "length"
             else:
                 message.stop_reason = "error"
-                message.error_message = f"The provider stopped the response (incomplete: {reason})"
+                message.error_message = (
+                    f"Response incomplete: {reason}"
+                    if reason
+                    else "Response incomplete without a provider reason"
+                )
             return
         calls = any(isinstance(block, ToolCall) for block in message.content)
         message.stop_reason = "toolUse" if calls else "stop"
@@ -386,15 +413,20 @@ def _message_text(item: dict[str, Any]) -> str:
 
 
 def _usage(model: Model, usage: dict[str, Any]) -> Usage:
-    # input_tokens includes the cached ones; output_tokens includes the reasoning tokens.
-    cached = (usage.get("input_tokens_details") or {}).get("cached_tokens") or 0
-    return make_usage(
+    # input_tokens includes the cached and written ones; output_tokens the reasoning ones.
+    details = usage.get("input_tokens_details") or {}
+    cached = details.get("cached_tokens") or 0
+    written = details.get("cache_write_tokens") or 0
+    counted = make_usage(
         model,
-        input=max(0, (usage.get("input_tokens") or 0) - cached),
+        input=max(0, (usage.get("input_tokens") or 0) - cached - written),
         output=usage.get("output_tokens") or 0,
         cache_read=cached,
-        cache_write=0,
+        cache_write=written,
+        reasoning=(usage.get("output_tokens_details") or {}).get("reasoning_tokens") or 0,
     )
+    counted.total_tokens = usage.get("total_tokens") or 0  # the API's own total
+    return counted
 
 
 def _error_text(data: dict[str, Any]) -> str:
@@ -410,4 +442,4 @@ def _failure_text(response: dict[str, Any]) -> str:
     if isinstance(error, dict):
         return _error_text(error)
     reason = (response.get("incomplete_details") or {}).get("reason")
-    return f"The response failed ({reason})" if reason else "The response failed"
+    return f"incomplete: {reason}" if reason else "Unknown error (no error details in response)"

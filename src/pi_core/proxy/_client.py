@@ -1,7 +1,8 @@
 """``stream_proxy``: a stream function that calls a model through a proxy server.
 
 It speaks upstream's proxy protocol: ``POST {proxy_url}/api/stream`` with a Bearer token and the
-JSON of ``{model, context, options}``; the response is a stream of ``data: {json}`` event lines
+JSON of ``{model, context, options}``, its context in the form of upstream 1.6.0 or, for a
+server of the 0.73.1 era, of 0.73.1; the response is a stream of ``data: {json}`` event lines
 without ``partial``, from which one shared partial message is rebuilt (see :mod:`._wire`).
 """
 
@@ -13,22 +14,25 @@ from typing import Literal
 
 import httpx
 
-from .._events import AssistantMessageEvent, StreamDone, StreamError
-from .._exceptions import ProxyError
-from .._http import HttpCall, RequestAborted, RequestGuard, RequestTimedOut
-from .._messages import Context, Model
+from .. import AssistantMessageEvent, Context, Model, ProxyError, StreamDone, StreamError
+from .._http import (
+    HttpCall,
+    RequestAborted,
+    RequestGuard,
+    RequestTimedOut,
+    http_failure_text,
+    is_http_stack_error,
+)
 from .._options import StreamOptions
 from .._redact import REDACTED
-from .._texts import CONNECTION_ERROR
 from ._decode import WireDecoder
-from ._wire import encode_request
+from ._wire import ProxyWire, check_wire, encode_request
 
 __all__ = ["ProxyStream", "stream_proxy"]
 
-_NO_TERMINAL = "Proxy stream ended without a terminal event"
+_NO_TERMINAL = "Connection closed by proxy server before the response completed"
 _ABORTED_BEFORE_RESPONSE = "This operation was aborted"
 _ABORTED_DURING_BODY = "Request aborted by user"
-_MAX_ERROR_BODY = 64 * 1024
 
 
 async def stream_proxy(
@@ -39,6 +43,7 @@ async def stream_proxy(
     proxy_url: str,
     auth_token: str,
     client: httpx.AsyncClient | None = None,
+    wire: ProxyWire = "1.6",
 ) -> AsyncIterator[AssistantMessageEvent]:
     """Stream a reply of ``model`` through the proxy server at ``proxy_url``.
 
@@ -48,8 +53,8 @@ async def stream_proxy(
 
     Args:
         model: the model, sent whole; the server picks its provider by ``model.api``.
-        context: what the model sees; tools are sent as ``{name, description, parameters,
-            label?, executionMode?}``.
+        context: what the model sees, sent in the form ``wire`` names (its ``system_prompt``
+            and ``tools`` shorthand folded into the transcript first).
         options: ``temperature``, ``max_tokens``, ``reasoning``, ``cache_retention``,
             ``session_id``, ``headers``, ``metadata`` and ``thinking_budgets`` are sent;
             ``api_key`` never is (the server uses its own). ``signal`` aborts the call at once;
@@ -58,6 +63,11 @@ async def stream_proxy(
         proxy_url: the server's base URL; ``/api/stream`` is appended.
         auth_token: sent as ``Authorization: Bearer <auth_token>``.
         client: the HTTP client to use (and leave open); by default one is made per call.
+        wire: the form of the request body. ``"1.6"`` (the default), upstream 1.6.0's: the
+            transcript alone, ``{messages}``, its system messages carrying the prompt and the
+            tools. ``"0.73"``, for a server of the 0.73.1 era, which knows no system messages:
+            ``{systemPrompt, messages, tools}`` with the prompt and the tools the transcript
+            declares at its end, and its other messages.
 
     Yields:
         The provider stream protocol: ``StreamStart`` first, then block events, then exactly one
@@ -65,8 +75,13 @@ async def stream_proxy(
         is also the final one. Failures are ``StreamError`` events, never exceptions: an error
         status gives ``Proxy error: <error>`` (the server's JSON ``error``) or ``Proxy error:
         <status> <reason>``; an abort gives reason ``"aborted"``; a body that ends without a
-        terminal event gives ``Proxy stream ended without a terminal event``.
+        terminal event gives ``Connection closed by proxy server before the response
+        completed``. A last line without its newline is read.
+
+    Raises:
+        ValueError: ``wire`` is not ``"1.6"`` or ``"0.73"`` (before anything is sent).
     """
+    check_wire(wire)
     options = options if options is not None else StreamOptions()
     decoder = WireDecoder(model)
     call = _ProxyCall(options, client)
@@ -74,12 +89,15 @@ async def stream_proxy(
     try:
         try:
             url = proxy_url.rstrip("/") + "/api/stream"
-            await call.open(url, auth_token, encode_request(model, context, options))
+            await call.open(url, auth_token, encode_request(model, context, options, wire))
             while decoder.terminal is None and (chunk := await call.read()) is not None:
                 for event in decoder.feed(chunk):
                     if event is not decoder.terminal:
                         yield event
             call.check()  # an abort after the last chunk still counts, as upstream
+            for event in decoder.flush():  # a last line without its newline
+                if event is not decoder.terminal:
+                    yield event
             terminal = decoder.terminal
             if terminal is None:
                 raise ProxyError(_NO_TERMINAL)
@@ -109,7 +127,7 @@ class _ProxyCall:
         }
         response = await self._call.send(url, headers, body)
         if not response.is_success:
-            body = await self._call.read_capped(_MAX_ERROR_BODY)
+            body = await self._call.read_error_body()
             raise ProxyError(_error_status_text(response, body))
         self._chunks = self._call.read_body(response.aiter_bytes())
 
@@ -159,9 +177,8 @@ def _describe(exc: Exception) -> str:
         return str(exc)
     if isinstance(exc, httpx.TimeoutException):
         return f"Proxy request timed out ({type(exc).__name__})"
-    if isinstance(exc, httpx.TransportError):
-        # Never the HTTP stack's own text: it can quote a header, and so the Bearer token.
-        return f"Proxy request failed: {CONNECTION_ERROR}"
+    if is_http_stack_error(exc):
+        return f"Proxy request failed: {http_failure_text(exc)}"
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
@@ -176,16 +193,28 @@ class ProxyStream:
         proxy_url: the server's base URL; ``/api/stream`` is appended.
         auth_token: the proxy's bearer token.
         client: the HTTP client to use (and leave open); by default one is made per call.
+        wire: the form of the request body, ``"1.6"`` (the default) or ``"0.73"`` for a server
+            of the 0.73.1 era (see :func:`stream_proxy`).
+
+    Raises:
+        ValueError: ``wire`` is not one of those.
     """
 
-    __slots__ = ("_auth_token", "client", "proxy_url")
+    __slots__ = ("_auth_token", "client", "proxy_url", "wire")
 
     def __init__(
-        self, proxy_url: str, auth_token: str, *, client: httpx.AsyncClient | None = None
+        self,
+        proxy_url: str,
+        auth_token: str,
+        *,
+        client: httpx.AsyncClient | None = None,
+        wire: ProxyWire = "1.6",
     ) -> None:
+        check_wire(wire)
         self.proxy_url: str = proxy_url
         self._auth_token = auth_token
         self.client: httpx.AsyncClient | None = client
+        self.wire: ProxyWire = wire
 
     def __call__(
         self, model: Model, context: Context, options: StreamOptions | None = None
@@ -198,7 +227,9 @@ class ProxyStream:
             proxy_url=self.proxy_url,
             auth_token=self._auth_token,
             client=self.client,
+            wire=self.wire,
         )
 
     def __repr__(self) -> str:
-        return f"ProxyStream(proxy_url={self.proxy_url!r}, auth_token={REDACTED!r})"
+        wire = "" if self.wire == "1.6" else f", wire={self.wire!r}"
+        return f"ProxyStream(proxy_url={self.proxy_url!r}, auth_token={REDACTED!r}{wire})"

@@ -16,27 +16,32 @@ from typing import Any, Literal, TypeVar
 import attrs
 import jiter
 
-from .._events import (
+from .. import (
+    AssistantMessage,
     AssistantMessageEvent,
+    Model,
+    ProxyError,
     StreamDone,
     StreamError,
     StreamStart,
+    TextContent,
     TextDelta,
     TextEnd,
     TextStart,
+    ThinkingContent,
     ThinkingDelta,
     ThinkingEnd,
     ThinkingStart,
+    ToolCall,
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
+    Usage,
 )
-from .._exceptions import ProxyError
 from .._http import MAX_LINE_BYTES
-from .._messages import AssistantMessage, Model, TextContent, ThinkingContent, ToolCall, Usage
 from .._texts import clip
-from ..providers._partial import StreamingJson
-from ..serialization import from_dict
+from ..providers._partial import StreamingJson, append_text, append_thinking
+from ..serialization import from_dict, to_dict
 
 __all__ = ["WireDecoder", "parse_streaming_json"]
 
@@ -45,7 +50,12 @@ _PREVIEW = 200
 _log = logging.getLogger("pi_core.proxy")
 
 _DATA = b"data: "
-_DONE_REASONS: tuple[Literal["stop", "length", "toolUse"], ...] = ("stop", "length", "toolUse")
+_DONE_REASONS: tuple[Literal["stop", "length", "toolUse", "deferred"], ...] = (
+    "stop",
+    "length",
+    "toolUse",
+    "deferred",
+)
 _ERROR_REASONS: tuple[Literal["aborted", "error"], ...] = ("aborted", "error")
 
 _B = TypeVar("_B", TextContent, ThinkingContent, ToolCall)
@@ -58,13 +68,17 @@ class WireDecoder:
 
     Every event carries the same :attr:`partial` message, which is also the message of the
     terminal event, as in upstream's client. Feed the body in chunks of any size; a line counts
-    once its newline has arrived, and only lines starting with ``data: `` are read.
+    once its newline has arrived, or at the end of the body (:meth:`flush`): a server that ends
+    its last line without a newline still gets it read. Only lines starting with ``data: `` are
+    read.
     """
 
     __slots__ = ("_buffer", "_json", "partial", "started", "terminal")
 
     def __init__(self, model: Model) -> None:
-        self.partial = AssistantMessage([], model.api, model.provider, model.id)
+        self.partial = AssistantMessage(
+            [], model.api, model.provider, model.id, stop_reason="pending"
+        )
         self.started = False
         self.terminal: StreamDone | StreamError | None = None
         self._buffer = bytearray()
@@ -92,6 +106,16 @@ class WireDecoder:
         for line in lines:
             if self.terminal is None and line.startswith(_DATA):
                 yield from self._read_line(line)
+
+    def flush(self) -> Iterator[AssistantMessageEvent]:
+        """The events of the body's last line, when it ended without a newline.
+
+        Raises:
+            ProxyError: as :meth:`feed`.
+        """
+        rest, self._buffer = self._buffer, bytearray()
+        if self.terminal is None and rest.startswith(_DATA):
+            yield from self._read_line(rest)
 
     def fail(self, reason: Literal["aborted", "error"], error_message: str) -> StreamError:
         """The terminal event of a failed call: the partial so far, stopped with ``reason``."""
@@ -153,7 +177,7 @@ class WireDecoder:
     def _text_delta(self, data: dict[str, Any]) -> TextDelta:
         index, block = self._block(data, TextContent, "Received text_delta for non-text content")
         delta = _string(data, "delta")
-        block.text += delta
+        append_text(block, delta)
         return TextDelta(index, delta, self.partial)
 
     def _text_end(self, data: dict[str, Any]) -> TextEnd:
@@ -169,7 +193,7 @@ class WireDecoder:
         message = "Received thinking_delta for non-thinking content"
         index, block = self._block(data, ThinkingContent, message)
         delta = _string(data, "delta")
-        block.thinking += delta
+        append_thinking(block, delta)
         return ThinkingDelta(index, delta, self.partial)
 
     def _thinking_end(self, data: dict[str, Any]) -> ThinkingEnd:
@@ -202,7 +226,11 @@ class WireDecoder:
         if not isinstance(block, ToolCall):
             return None  # upstream ignores it without an error
         streaming = self._json.pop(index, None)
-        if streaming is not None and streaming.current() is not block.arguments:
+        sent = data.get("toolCall")
+        if sent is not None:
+            # The server's complete call wins over the one rebuilt from the deltas.
+            block = content[index] = _completed_call(block, sent)
+        elif streaming is not None and streaming.current() is not block.arguments:
             # Large arguments are parsed now and then while they stream: read all of them.
             block = content[index] = attrs.evolve(block, arguments=streaming.current())
         return ToolCallEnd(index, block, self.partial)
@@ -211,6 +239,7 @@ class WireDecoder:
         reason = _choice(data, "reason", _DONE_REASONS)
         self.partial.usage = self._usage(data)
         self.partial.stop_reason = reason
+        self._thinking_level(data)
         return StreamDone(reason, self.partial)
 
     def _error(self, data: dict[str, Any]) -> StreamError:
@@ -223,6 +252,7 @@ class WireDecoder:
         self.partial.usage = self._usage(data)
         self.partial.stop_reason = reason
         self.partial.error_message = error_message
+        self._thinking_level(data)
         return StreamError(reason, self.partial)
 
     # --- helpers ----------------------------------------------------------------------------
@@ -250,6 +280,11 @@ class WireDecoder:
             raise ProxyError(message)
         return index, block
 
+    def _thinking_level(self, data: dict[str, Any]) -> None:
+        """The provider's exact reasoning effort of a terminal event, when it carries one."""
+        if data.get("providerThinkingLevel") is not None:
+            self.partial.provider_thinking_level = _string(data, "providerThinkingLevel")
+
     def _usage(self, data: dict[str, Any]) -> Usage:
         raw = data.get("usage")
         if raw is None:
@@ -274,6 +309,19 @@ _HANDLERS: dict[str, _Handler] = {
     "done": WireDecoder._done,
     "error": WireDecoder._error,
 }
+
+
+def _completed_call(block: ToolCall, sent: Any) -> ToolCall:
+    """``block`` with the fields of the ``toolCall`` a ``toolcall_end`` carries laid over it,
+    as upstream's client assigns them: the fields it leaves out keep their streamed values."""
+    if not isinstance(sent, dict):
+        raise ProxyError(
+            f"Malformed proxy event toolcall_end: toolCall is {clip(repr(sent), _PREVIEW)}"
+        )
+    try:
+        return from_dict({**to_dict(block), **sent}, ToolCall)
+    except ValueError as exc:
+        raise ProxyError(f"Malformed proxy event toolcall_end: {exc}") from None
 
 
 def _parse_streaming(text: str, previous: dict[str, Any]) -> dict[str, Any]:

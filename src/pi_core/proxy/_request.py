@@ -10,44 +10,23 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, NoReturn
 
 import anyio
 import anyio.to_thread
+import attrs
 
+from .. import normalize_context
+from .._request_body import Refused
 from .._texts import clip
 from ..serialization import from_dict
 from ._wire import ProxyRequest
 
 __all__ = [
-    "DEFAULT_BODY_TIMEOUT",
-    "DEFAULT_MAX_BODY_BYTES",
-    "DEFAULT_MAX_JSON_ITEMS",
     "MAX_TOKENS_LIMIT",
-    "BodyLimits",
-    "Disconnected",
-    "Reject",
     "parse_request",
-    "read_body",
 ]
 
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-
-DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
-"""The default limit of a request body: a long transcript with images fits in it."""
-
-DEFAULT_MAX_JSON_ITEMS = 1_000_000
-"""The default limit of a body's JSON values, counted as its ``{``, ``[`` and ``,`` bytes.
-
-Parsed, a JSON value costs far more than its bytes (a small object: ~200 bytes of Python objects
-for 8 bytes of JSON), so the byte limit alone lets a body of small objects take gigabytes.
-Counting these bytes errs high (they count inside strings too), never low.
-"""
-
-DEFAULT_BODY_TIMEOUT = 60.0
-"""Seconds a client has to send its whole request body."""
 
 MAX_TOKENS_LIMIT = 10_000_000
 """The largest token count a request may ask for (``maxTokens``, budgets, the model's limits)."""
@@ -57,86 +36,17 @@ _PARSE_IN_THREAD_BYTES = 256 * 1024
 """Bodies from this size on are parsed in a worker thread, not on the event loop."""
 
 
-class Reject(Exception):
-    """A request refused before streaming: its status, ``{"error": <message>}``, headers."""
-
-    def __init__(
-        self, status: int, message: str, headers: tuple[tuple[bytes, bytes], ...] = ()
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.headers = headers
-
-
-class Disconnected(Exception):
-    """The client went away while the request body was being read."""
-
-
-class BodyLimits:
-    """What a request body may cost: bytes, JSON values, seconds to arrive."""
-
-    __slots__ = ("max_bytes", "max_json_items", "timeout")
-
-    def __init__(self, max_bytes: int, max_json_items: int, timeout: float) -> None:
-        for name, value in (
-            ("max_body_bytes", max_bytes),
-            ("max_json_items", max_json_items),
-            ("body_timeout", timeout),
-        ):
-            if not value > 0:
-                raise ValueError(f"{name} must be positive, got {value}")
-        self.max_bytes: int = max_bytes
-        self.max_json_items: int = max_json_items
-        self.timeout: float = timeout
-
-
-async def read_body(headers: Any, receive: Receive, limits: BodyLimits) -> bytes:
-    """The whole request body, within ``limits``.
-
-    Raises:
-        Reject: 413 for too many bytes or JSON values (checked as the chunks arrive), 408 when
-            the body has not arrived within the timeout.
-        Disconnected: the client went away.
-    """
-    for name, value in headers:
-        if name == b"content-length" and value.isdigit() and int(value) > limits.max_bytes:
-            _too_large(limits)  # refused before a byte of it is read
-    with anyio.move_on_after(limits.timeout):
-        return await _receive_body(receive, limits)
-    raise Reject(408, f"Request body not received within {limits.timeout:g} s")
-
-
-async def _receive_body(receive: Receive, limits: BodyLimits) -> bytes:
-    body = bytearray()
-    items = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise Disconnected
-        chunk = message.get("body", b"")
-        body += chunk
-        if len(body) > limits.max_bytes:
-            _too_large(limits)
-        items += chunk.count(b"{") + chunk.count(b"[") + chunk.count(b",")
-        if items > limits.max_json_items:
-            raise Reject(
-                413, f"Request body has too many JSON values (limit {limits.max_json_items})"
-            )
-        if not message.get("more_body", False):
-            return bytes(body)
-
-
-def _too_large(limits: BodyLimits) -> NoReturn:
-    raise Reject(413, f"Request body too large (limit {limits.max_bytes} bytes)")
-
-
 async def parse_request(body: bytes) -> ProxyRequest:
     """The request a body holds, checked; a large body is parsed off the event loop.
 
+    The context may come in the form of either era of upstream's client (see :mod:`._wire`);
+    the request holds it normalized, its ``system_prompt`` / ``tools`` folded into a leading
+    system message, so that a stream function sees the same transcript for either.
+
     Raises:
-        Reject: 400 for malformed JSON (``NaN``, infinities and numbers out of range included),
-            422 for a body of the wrong shape or with values out of range.
+        Refused: 400 for malformed JSON (``NaN``, infinities and numbers out of range included),
+            422 for a body of the wrong shape (a context in neither form included) or with
+            values out of range.
     """
     if len(body) >= _PARSE_IN_THREAD_BYTES:
         return await anyio.to_thread.run_sync(_parse_request, body)
@@ -150,7 +60,8 @@ def _parse_request(body: bytes) -> ProxyRequest:
         data = json.loads(body, parse_constant=_refuse_constant, parse_float=_finite_float)
     except (ValueError, RecursionError) as exc:
         text = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-        raise Reject(400, f"Malformed JSON in request body: {_clip(text)}") from None
+        raise Refused(400, f"Malformed JSON in request body: {_clip(text)}") from None
+    _check_context_form(data)
     try:
         request: ProxyRequest = from_dict(data, ProxyRequest)
     except ValueError as exc:
@@ -158,7 +69,23 @@ def _parse_request(body: bytes) -> ProxyRequest:
         _, colon, problems = str(exc).partition(": ")
         raise _invalid(problems if colon else str(exc)) from None
     _check_token_counts(request)
-    return request
+    return attrs.evolve(request, context=normalize_context(request.context))
+
+
+_FORMS = "neither 1.6.0's {messages} nor 0.73.1's {systemPrompt, messages, tools}"
+
+
+def _check_context_form(data: Any) -> None:
+    """Refuse a context that is in neither era's form, saying so: the one thing both forms
+    share is a list of messages."""
+    if not isinstance(data, dict) or "context" not in data:
+        return  # loading the body says what is wrong with it, and what else
+    context = data["context"]
+    if not isinstance(context, dict):
+        found = "null" if context is None else type(context).__name__
+        raise _invalid(f"context is {_FORMS}: expected an object, got {found} @ $.context")
+    if "messages" not in context:
+        raise _invalid(f"context is {_FORMS}: it has no messages @ $.context.messages")
 
 
 def _refuse_constant(name: str) -> NoReturn:
@@ -190,8 +117,8 @@ def _check_token_counts(request: ProxyRequest) -> None:
         raise _invalid("; ".join(problems))
 
 
-def _invalid(problems: str) -> Reject:
-    return Reject(422, f"Invalid request body: {_clip(problems)}")
+def _invalid(problems: str) -> Refused:
+    return Refused(422, f"Invalid request body: {_clip(problems)}")
 
 
 def _clip(text: str) -> str:

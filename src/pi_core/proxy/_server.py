@@ -16,22 +16,21 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .._messages import Model
+from .. import Model, StreamError, stream_simple
 from .._options import StreamFn, StreamOptions, close_stream, open_stream
-from .._registry import stream_simple
-from .._texts import NO_TERMINAL_EVENT
-from ..nursery import AbortController
-from ._errors import public_error_text
-from ._request import (
+from .._request_body import (
     DEFAULT_BODY_TIMEOUT,
     DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_JSON_ITEMS,
     BodyLimits,
     Disconnected,
-    Reject,
-    parse_request,
+    Refused,
     read_body,
 )
+from .._texts import NO_TERMINAL_EVENT, install_hint
+from ..nursery import AbortController
+from ._errors import public_error_text, redact_event
+from ._request import parse_request
 from ._wire import ProxyRequest, WireEncoder
 
 if TYPE_CHECKING:
@@ -146,8 +145,8 @@ class ProxyApp:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
             request = await self._read_request(scope, receive)
-        except Reject as reject:
-            await _send_error(send, reject)
+        except Refused as refusal:
+            await _send_error(send, refusal)
             return
         except Disconnected:
             return
@@ -155,27 +154,27 @@ class ProxyApp:
         await _stream(self._stream_fn, request, receive, send)
 
     async def _read_request(self, scope: Scope, receive: Receive) -> ProxyRequest:
-        """Route, authenticate, read and validate; :class:`Reject` says why not."""
+        """Route, authenticate, read and validate; :class:`Refused` says why not."""
         if _path(scope) != _PATH:
-            raise Reject(404, "Not found")
+            raise Refused(404, "Not found")
         if scope["method"] != "POST":
-            raise Reject(405, "Method not allowed", ((b"allow", b"POST"),))
+            raise Refused(405, "Method not allowed", ((b"allow", b"POST"),))
         self._authenticate(scope)
         request = await parse_request(await read_body(scope["headers"], receive, self._limits))
         if self._resolve_model is None:
             return request
         model = self._resolve_model(request.model)
         if model is None:
-            raise Reject(403, f"Model not allowed: {request.model.provider}/{request.model.id}")
+            raise Refused(403, f"Model not allowed: {request.model.provider}/{request.model.id}")
         return ProxyRequest(model, request.context, request.options)
 
     def _authenticate(self, scope: Scope) -> None:
         challenge = ((b"www-authenticate", b"Bearer"),)
         token = _bearer_token(scope)
         if token is None:
-            raise Reject(401, "Missing bearer token", challenge)
+            raise Refused(401, "Missing bearer token", challenge)
         if not hmac.compare_digest(token, self._token):
-            raise Reject(401, "Invalid bearer token", challenge)
+            raise Refused(401, "Invalid bearer token", challenge)
 
 
 # --- the request ---------------------------------------------------------------------------------
@@ -199,10 +198,10 @@ def _bearer_token(scope: Scope) -> bytes | None:
 # --- the response --------------------------------------------------------------------------------
 
 
-async def _send_error(send: Send, reject: Reject) -> None:
-    body = json.dumps({"error": reject.message}, ensure_ascii=False).encode("utf-8", "replace")
-    headers = [(b"content-type", b"application/json"), *reject.headers]
-    await send({"type": "http.response.start", "status": reject.status, "headers": headers})
+async def _send_error(send: Send, refusal: Refused) -> None:
+    body = json.dumps({"error": refusal.message}, ensure_ascii=False).encode("utf-8", "replace")
+    headers = [(b"content-type", b"application/json"), *refusal.headers]
+    await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -244,11 +243,11 @@ async def _send_events(
 ) -> None:
     """Send the wire lines of one call, up to and including its terminal event, and end the
     body. Whatever the stream function does, the client gets exactly one terminal event."""
-    encoder = WireEncoder()
+    encoder = WireEncoder(redacted=True)  # redacted here, off the event loop when long
     try:
         iterator = await open_stream(stream_fn, request.model, request.context, options)
     except Exception as exc:
-        await _send_chunk(send, encoder.failure(_exception_text(exc)))
+        await _send_chunk(send, encoder.failure(await _exception_text(exc)))
     else:
         try:
             while not encoder.finished:
@@ -261,21 +260,24 @@ async def _send_events(
 async def _next_chunk(iterator: AsyncIterator[Any], encoder: WireEncoder) -> bytes:
     """The wire line(s) of the next event; a failure of the stream becomes its error line."""
     try:
-        return encoder.encode(await anext(iterator))
+        event = await anext(iterator)
+        if isinstance(event, StreamError):  # once per call: the deltas pass untouched
+            event = await redact_event(event)
+        return encoder.encode(event)
     except StopAsyncIteration:
         return encoder.failure(NO_TERMINAL_EVENT)
     except Exception as exc:
-        return encoder.failure(_exception_text(exc))
+        return encoder.failure(await _exception_text(exc))
 
 
 async def _send_chunk(send: Send, data: bytes) -> None:
     await send({"type": "http.response.body", "body": data, "more_body": True})
 
 
-def _exception_text(exc: Exception) -> str:
+async def _exception_text(exc: Exception) -> str:
     # The log gets the type only: a message can hold a URL with a key in it.
     _log.warning("the proxied stream function raised %s", type(exc).__name__)
-    return public_error_text(exc)
+    return await public_error_text(exc)
 
 
 def _with_cors(
@@ -285,9 +287,7 @@ def _with_cors(
     try:
         from starlette.middleware.cors import CORSMiddleware
     except ImportError:  # pragma: no cover - starlette is part of the server extra
-        raise ImportError(
-            "cors_origins needs starlette: pip install 'pi-agent-core-py[server]'"
-        ) from None
+        raise ImportError(f"cors_origins needs starlette: {install_hint('server')}") from None
     return CORSMiddleware(
         app,
         allow_origins=list(origins),

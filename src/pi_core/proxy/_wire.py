@@ -2,14 +2,22 @@
 
 The request is ``{model, context, options}`` in upstream's camelCase JSON (see
 :mod:`pi_core.serialization`); ``options`` is the serializable subset of the stream options,
-never the API key. The response is a stream of ``data: {json}\\n\\n`` lines, one provider
-stream event each, without ``partial``:
+never the API key. ``context`` comes in two forms, one per era of upstream's client:
+
+* ``"1.6"`` (1.6.0): ``{messages}``, the transcript alone, whose system messages carry the
+  system prompt and the tool declarations;
+* ``"0.73"`` (0.73.1): ``{systemPrompt, messages, tools}``, one prompt and one tool list beside
+  messages that hold no system message.
+
+The response is a stream of ``data: {json}\\n\\n`` lines, one provider stream event each,
+without ``partial``:
 
 * ``start``; ``text_start`` / ``thinking_start`` ``{contentIndex}``; ``text_delta`` /
   ``thinking_delta`` / ``toolcall_delta`` ``{contentIndex, delta}``; ``text_end`` /
   ``thinking_end`` ``{contentIndex, contentSignature?}``; ``toolcall_start`` ``{contentIndex, id,
-  toolName}``; ``toolcall_end`` ``{contentIndex}``;
-* ``done`` ``{reason, usage}`` and ``error`` ``{reason, errorMessage?, usage}``.
+  toolName}``; ``toolcall_end`` ``{contentIndex, toolCall}`` (the complete call);
+* ``done`` ``{reason, usage, providerThinkingLevel?}`` and ``error`` ``{reason, errorMessage?,
+  usage, providerThinkingLevel?}``.
 
 :class:`WireEncoder` writes the lines on the server side; :class:`~._decode.WireDecoder` reads them
 on the client side.
@@ -19,40 +27,54 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from .._events import (
+from .. import (
+    AssistantMessage,
     AssistantMessageEvent,
+    Context,
+    Message,
+    Model,
+    ProxyError,
     StreamDone,
     StreamError,
     StreamStart,
+    SystemMessage,
+    TextContent,
     TextDelta,
     TextEnd,
+    ThinkingContent,
     ThinkingDelta,
     ThinkingEnd,
+    ThinkingLevel,
+    ToolCall,
     ToolCallDelta,
     ToolCallEnd,
     ToolCallStart,
-)
-from .._exceptions import ProxyError
-from .._messages import (
-    AssistantMessage,
-    Context,
-    Model,
-    TextContent,
-    ThinkingContent,
-    ThinkingLevel,
-    ToolCall,
     Usage,
+    current_system_prompt,
+    current_tools,
+    normalize_context,
 )
 from .._options import CacheRetention, StreamOptions
 from .._redact import redact_credentials
 from ..nursery import AbortSignal
-from ..serialization import dumps
+from ..serialization import dumps, to_dict
 
-__all__ = ["ProxyRequest", "WireEncoder", "WireOptions", "encode_request"]
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+__all__ = [
+    "WIRES",
+    "ProxyRequest",
+    "ProxyWire",
+    "WireEncoder",
+    "WireOptions",
+    "check_wire",
+    "encode_request",
+]
 
 _DATA = b"data: "
 _EVENT_END = b"\n\n"
@@ -110,16 +132,59 @@ class WireOptions:
 
 @attrs.frozen
 class ProxyRequest:
-    """The JSON body of ``POST /api/stream``."""
+    """The JSON body of ``POST /api/stream``, read in either form."""
 
     model: Model
     context: Context
     options: WireOptions = WireOptions()
 
 
-def encode_request(model: Model, context: Context, options: StreamOptions) -> bytes:
-    """The request body for one call, as upstream's client writes it."""
-    request = ProxyRequest(model, context, WireOptions.from_stream_options(options))
+ProxyWire: TypeAlias = Literal["1.6", "0.73"]
+"""The form of the request body: upstream 1.6.0's (the transcript alone) or 0.73.1's."""
+WIRES: tuple[ProxyWire, ...] = ("1.6", "0.73")
+
+
+@attrs.frozen
+class _Transcript:
+    """The 1.6.0 form of a request's context: ``{messages}``."""
+
+    messages: list[Message]
+
+
+@attrs.frozen
+class _Request:
+    """A request body as the client writes it, its context in the form it speaks."""
+
+    model: Model
+    context: Context | _Transcript
+    options: WireOptions
+
+
+def check_wire(wire: str) -> None:
+    """Raise ``ValueError`` unless ``wire`` names a form of the request body."""
+    if wire not in WIRES:
+        raise ValueError(f"wire must be one of {', '.join(map(repr, WIRES))}, got {wire!r}")
+
+
+def encode_request(
+    model: Model, context: Context, options: StreamOptions, wire: ProxyWire = "1.6"
+) -> bytes:
+    """The request body for one call, as the client of the ``wire`` era writes it.
+
+    Both forms say the same of a context: its ``system_prompt`` / ``tools`` shorthand is folded
+    into the transcript first. The 0.73 form has room for one prompt and one tool list, so it
+    carries those the transcript declares at its end, and the messages without the system
+    messages that declared them.
+    """
+    messages = normalize_context(context).messages
+    body: Context | _Transcript
+    if wire == "1.6":
+        body = _Transcript(messages)
+    else:
+        rest: list[Message] = [m for m in messages if not isinstance(m, SystemMessage)]
+        prompt = current_system_prompt(messages)
+        body = Context(prompt or None, rest, current_tools(messages))
+    request = _Request(model, body, WireOptions.from_stream_options(options))
     return dumps(request).encode("utf-8", "replace")
 
 
@@ -136,9 +201,11 @@ class WireEncoder:
     After the terminal event (or :meth:`failure`) :attr:`finished` is true.
     """
 
-    __slots__ = ("_streamed", "finished")
+    __slots__ = ("_redacted", "_streamed", "finished")
 
-    def __init__(self) -> None:
+    def __init__(self, *, redacted: bool = False) -> None:
+        self._redacted = redacted
+        """Whether the error texts it is given are redacted already (else it redacts them)."""
         self._streamed: set[int] = set()
         self.finished = False
 
@@ -154,17 +221,31 @@ class WireEncoder:
         """The terminal ``error`` line for a stream function that failed instead of ending
         (no usage is known then: it is zero)."""
         self.finished = True
-        return _line(_error_payload("error", error_message, Usage()))
+        return _line(self._error_payload("error", error_message, Usage()))
+
+    def _error_payload(
+        self, reason: str, error_message: str | None, usage: Usage
+    ) -> dict[str, Any]:
+        payload: dict[str, Any] = {"type": "error", "reason": reason}
+        if error_message is not None:
+            # The server's provider wrote it: it must not hand the client a key or a header.
+            redacted = error_message if self._redacted else redact_credentials(error_message)
+            payload["errorMessage"] = redacted
+        payload["usage"] = _usage(usage)
+        return payload
 
     def payloads(self, event: AssistantMessageEvent) -> list[dict[str, Any]]:
         """The JSON objects of ``event``'s line(s)."""
         if isinstance(event, StreamDone):
             self.finished = True
-            return [{"type": "done", "reason": event.reason, "usage": _usage(event.message.usage)}]
+            message = event.message
+            done = {"type": "done", "reason": event.reason, "usage": _usage(message.usage)}
+            return [_with_thinking_level(done, message)]
         if isinstance(event, StreamError):
             self.finished = True
             error = event.error
-            return [_error_payload(event.reason, error.error_message, error.usage)]
+            payload = self._error_payload(event.reason, error.error_message, error.usage)
+            return [_with_thinking_level(payload, error)]
         if isinstance(event, StreamStart):
             return [{"type": "start"}]
         index = event.content_index
@@ -184,17 +265,29 @@ class WireEncoder:
         return [{"type": event.type, "contentIndex": index}]  # text_start, thinking_start
 
     def _tool_call_end(self, event: ToolCallEnd) -> list[dict[str, Any]]:
-        end = {"type": "toolcall_end", "contentIndex": event.content_index}
+        # The complete call, which a current client takes over what it rebuilt from deltas.
+        end = {
+            "type": "toolcall_end",
+            "contentIndex": event.content_index,
+            "toolCall": to_dict(event.tool_call),
+        }
         arguments = event.tool_call.arguments
         if event.content_index in self._streamed or not arguments:
             return [end]
-        # A provider that got the arguments whole sent no deltas, but the client rebuilds the
-        # arguments from deltas only: send them as one.
+        # A provider that got the arguments whole sent no deltas, but a 0.73-era client
+        # rebuilds the arguments from deltas only: send them as one.
         delta = json.dumps(arguments, ensure_ascii=False, separators=(",", ":"))
         return [
             {"type": "toolcall_delta", "contentIndex": event.content_index, "delta": delta},
             end,
         ]
+
+
+def _with_thinking_level(payload: dict[str, Any], message: AssistantMessage) -> dict[str, Any]:
+    """``payload`` with the provider's exact reasoning effort, when the reply has one."""
+    if message.provider_thinking_level is not None:
+        payload["providerThinkingLevel"] = message.provider_thinking_level
+    return payload
 
 
 def _line(payload: dict[str, Any]) -> bytes:
@@ -206,15 +299,6 @@ def _line(payload: dict[str, Any]) -> bytes:
 def _usage(usage: Usage) -> Any:
     # Through dumps, which writes a non-finite cost as null as JSON.stringify does.
     return json.loads(dumps(usage))
-
-
-def _error_payload(reason: str, error_message: str | None, usage: Usage) -> dict[str, Any]:
-    payload: dict[str, Any] = {"type": "error", "reason": reason}
-    if error_message is not None:
-        # The server's provider wrote it: it must not hand the client a key or a header.
-        payload["errorMessage"] = redact_credentials(error_message)
-    payload["usage"] = _usage(usage)
-    return payload
 
 
 def _block_end(event: TextEnd | ThinkingEnd) -> dict[str, Any]:

@@ -17,8 +17,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._public import publish_module_names
+from ..lowlevel import install_hint
 from ._grammar import EventGrammarError, check_event_grammar
 from ._script import (
+    CONTROL_OUTCOMES,
     CallOutcome,
     CallScript,
     RunRecord,
@@ -37,6 +39,7 @@ _STRATEGIES = ("Injection", "abort_points", "call_scripts", "injections", "scrip
 """What ``_strategies`` defines: the only names that need hypothesis."""
 
 __all__ = (
+    "CONTROL_OUTCOMES",
     "CallBehaviour",
     "CallOutcome",
     "CallScript",
@@ -74,7 +77,7 @@ def __getattr__(name: str) -> Any:
         if exc.name != "hypothesis":
             raise
         raise ImportError(
-            f"pi_core.testing.{name} needs hypothesis: pip install 'pi-agent-core-py[testing]'"
+            f"pi_core.testing.{name} needs hypothesis: {install_hint('testing')}"
         ) from exc
     publish_module_names(vars(_strategies), _STRATEGIES, __name__)
     globals().update({strategy: getattr(_strategies, strategy) for strategy in _STRATEGIES})

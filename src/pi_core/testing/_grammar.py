@@ -5,34 +5,42 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from .._events import AgentEvent
-from .._messages import AssistantMessage, ToolResultMessage
+from .. import AgentEvent, AssistantMessage, PiCoreError, ToolResultMessage
 from ._transcript import tool_calls_of
 
 __all__ = ["EventGrammarError", "check_event_grammar"]
 
 
-class EventGrammarError(AssertionError):
+class EventGrammarError(PiCoreError, AssertionError):
     """A sequence of agent events breaks the grammar of a run; the message says where and why."""
 
 
-def check_event_grammar(events: Sequence[AgentEvent]) -> None:
+def check_event_grammar(events: Sequence[AgentEvent], *, allow_held: bool = False) -> None:
     """Raise :class:`EventGrammarError` unless ``events`` is one well-formed run.
 
     The grammar: ``agent_start``, then turns bracketed by ``turn_start`` / ``turn_end``, then
     ``agent_end`` and nothing after it. Messages are bracketed by ``message_start`` /
     ``message_end`` one at a time (the same object for both, except the assistant's streamed
-    snapshots); ``message_update`` comes only inside an assistant message. A turn has one
+    shallow copies); ``message_update`` comes only inside an assistant message. A turn has one
     assistant message, and ``turn_end`` carries it. Every tool call of that message (unless it
     stopped with ``error`` / ``aborted``) is started once after it, ended once, its updates in
     between; its toolResult message comes after its end, the results in the calls' source
     order, and ``turn_end.tool_results`` are those messages. ``agent_end.messages`` are
     messages ended during the run, in order.
 
+    With ``allow_held``, calls may be held for approval: a held call gets no event at all, so
+    a turn may leave calls that never started without results, and then ``agent_end`` follows
+    it. And a run may resolve held calls: it starts with a turn that has no assistant message
+    of its own, whose tool calls are calls of the reply its ``turn_end`` carries, their
+    results in that reply's source order. A run that waits for the decisions itself (a
+    durable run) resolves them in the turn right after the one that held them, which then
+    starts every held call.
+
     A run of the Agent that *failed* (a hook or a listener raised) ends with the failure's own lifecycle
     (``message_start``, ``message_end``, ``turn_end``, ``agent_end`` of one synthesized error
     message) wherever the failure struck: then the events before it need only be the start of
-    a well-formed run.
+    a well-formed run. That ``agent_end`` lists the failure last, after the run's earlier
+    messages when the run ended by raising after whole turns (a typed answer's spent retries).
 
     "The same" message means the same object, or an equal one: events read back from JSON (say
     ``pi-core run --json`` output through :func:`pi_core.serialization.loads`) have lost their
@@ -42,9 +50,9 @@ def check_event_grammar(events: Sequence[AgentEvent]) -> None:
     was found.
     """
     if _ends_with_failure(events):
-        _Grammar(events[:-4], prefix=True).check()
+        _Grammar(events[:-4], prefix=True, allow_held=allow_held).check()
     else:
-        _Grammar(events, prefix=False).check()
+        _Grammar(events, prefix=False, allow_held=allow_held).check()
 
 
 def _ends_with_failure(events: Sequence[Any]) -> bool:
@@ -63,8 +71,8 @@ def _ends_with_failure(events: Sequence[Any]) -> bool:
         and _same(turn_end.message, failure)
         and not turn_end.tool_results
         and agent_end.type == "agent_end"
-        and len(agent_end.messages) == 1
-        and _same(agent_end.messages[0], failure)
+        and len(agent_end.messages) >= 1
+        and _same(agent_end.messages[-1], failure)
     )
 
 
@@ -91,10 +99,12 @@ def _describe(event: Any) -> str:
 class _Turn:
     """What has happened in the current turn."""
 
-    __slots__ = ("assistant", "calls", "ended", "results", "started")
+    __slots__ = ("assistant", "calls", "ended", "results", "resumed", "started")
 
     def __init__(self) -> None:
         self.assistant: AssistantMessage | None = None
+        self.resumed = False
+        """A turn resolving held calls: the reply comes with its ``turn_end``."""
         self.calls: list[str] = []
         """Ids of the assistant message's tool calls that must run."""
         self.started: dict[str, str] = {}
@@ -105,13 +115,20 @@ class _Turn:
 class _Grammar:
     """A single pass over the events, keeping the open brackets."""
 
-    def __init__(self, events: Sequence[Any], *, prefix: bool) -> None:
+    def __init__(self, events: Sequence[Any], *, prefix: bool, allow_held: bool) -> None:
         self.events = events
         self.prefix = prefix
+        self.allow_held = allow_held
         self.index = 0
         self.turn: _Turn | None = None
         self.open_message: Any = None
         self.ended_messages: list[Any] = []
+        self.turns = 0
+        self.held: list[str] = []
+        """Calls the last turn left held: only ``agent_end``, or a turn resolving them, may
+        follow."""
+        self.resolving: list[str] = []
+        """The held calls the current turn resolves (a run that waited for the decisions)."""
 
     def fail(self, expected: str) -> NoReturn:
         events = self.events
@@ -150,27 +167,51 @@ class _Grammar:
     def on_turn_start(self, _event: Any) -> None:
         if self.turn is not None:
             self.fail("turn_end before the next turn_start")
+        if self.held and not self.allow_held:
+            self.fail(f"agent_end after a turn that holds calls {self.held}")
+        self.resolving, self.held = self.held, []
         self.turn = _Turn()
+        self.turns += 1
 
     def on_turn_end(self, event: Any) -> None:
         turn = self.require_turn("turn_end")
         self.require_no_message("turn_end")
+        if turn.resumed:
+            self.resume(turn, event.message)
+        elif self.resolving:
+            self.fail(f"tool_execution_start({self.resolving[0]!r}), a held call, in this turn")
         if turn.assistant is None or not _same(event.message, turn.assistant):
             self.fail("turn_end carrying the turn's assistant message")
-        for call_id in turn.calls:
-            if call_id not in turn.started:
-                self.fail(f"tool_execution_start({call_id!r}) before turn_end")
+        self.held = [call_id for call_id in turn.calls if call_id not in turn.started]
+        if self.held and not self.allow_held:
+            self.fail(f"tool_execution_start({self.held[0]!r}) before turn_end")
+        run = [call_id for call_id in turn.calls if call_id in turn.started]
+        for call_id in run:
             if call_id not in turn.ended:
                 self.fail(f"tool_execution_end({call_id!r}) before turn_end")
         answered = [result.tool_call_id for result in turn.results]
-        if answered != turn.calls:
-            self.fail(f"toolResult messages for {turn.calls} before turn_end, saw {answered}")
+        if answered != run:
+            self.fail(f"toolResult messages for {run} before turn_end, saw {answered}")
         if len(event.tool_results) != len(turn.results) or any(
             not _same(given, ended)
             for given, ended in zip(event.tool_results, turn.results, strict=True)
         ):
             self.fail(f"turn_end.tool_results to be the turn's toolResult messages {answered}")
         self.turn = None
+
+    def resume(self, turn: _Turn, message: Any) -> None:
+        """Check a resolving turn's calls against the reply its ``turn_end`` carries."""
+        if not isinstance(message, AssistantMessage):
+            self.fail("turn_end carrying the reply whose held calls the turn resolved")
+        ids = [call.id for call in tool_calls_of(message)]
+        for call_id in turn.started:
+            if call_id not in ids:
+                self.fail(f"calls of the resolved reply {ids}, not {call_id!r}")
+        unresolved = [call_id for call_id in self.resolving if call_id not in turn.started]
+        if unresolved:
+            self.fail(f"tool_execution_start({unresolved[0]!r}), a held call, in this turn")
+        turn.assistant = message
+        turn.calls = [call_id for call_id in ids if call_id in turn.started]
 
     def on_agent_end(self, event: Any) -> None:
         if self.turn is not None:
@@ -186,7 +227,7 @@ class _Grammar:
         turn = self.require_turn("message_start")
         self.require_no_message("message_start")
         message = event.message
-        if isinstance(message, AssistantMessage) and turn.assistant is not None:
+        if isinstance(message, AssistantMessage) and (turn.assistant is not None or turn.resumed):
             self.fail("one assistant message per turn")
         if isinstance(message, ToolResultMessage):
             self.check_result_start(turn, message)
@@ -194,11 +235,18 @@ class _Grammar:
 
     def check_result_start(self, turn: _Turn, message: ToolResultMessage) -> None:
         call_id = message.tool_call_id
+        if turn.resumed:  # the order is checked against the reply at turn_end
+            if call_id not in turn.ended:
+                self.fail(f"tool_execution_end({call_id!r}) before its toolResult message")
+            return
+        calls = turn.calls
+        if self.allow_held:  # held calls never start: the order is that of the calls that did
+            calls = [call for call in calls if call in turn.started or call == call_id]
         position = len(turn.results)
-        if position >= len(turn.calls):
+        if position >= len(calls):
             self.fail(f"no more toolResult messages in this turn (calls {turn.calls})")
-        if call_id != turn.calls[position]:
-            self.fail(f"the toolResult message of {turn.calls[position]!r} (source order)")
+        if call_id != calls[position]:
+            self.fail(f"the toolResult message of {calls[position]!r} (source order)")
         if call_id not in turn.ended:
             self.fail(f"tool_execution_end({call_id!r}) before its toolResult message")
 
@@ -233,9 +281,23 @@ class _Grammar:
     def on_tool_execution_start(self, event: Any) -> None:
         turn = self.require_turn("tool_execution_start")
         self.require_no_message("tool_execution_start")
+        call_id = event.tool_call_id
+        if (
+            self.allow_held
+            and turn.assistant is None
+            and self.turns == 1
+            and not self.ended_messages
+        ):
+            turn.resumed = True  # the first turn of a run resolving held calls
+        elif self.resolving and turn.assistant is None:
+            turn.resumed = True  # the turn after the one that held them
+        if turn.resumed:
+            if call_id in turn.started:
+                self.fail(f"one tool_execution_start for {call_id!r}")
+            turn.started[call_id] = event.tool_name
+            return
         if turn.assistant is None:
             self.fail("the turn's assistant message before tool_execution_start")
-        call_id = event.tool_call_id
         if call_id not in turn.calls:
             self.fail(f"tool_execution_start of one of the calls {turn.calls}")
         if call_id in turn.started:

@@ -12,18 +12,28 @@ from typing import Any, ClassVar, Literal
 
 import attrs
 
-from .._agent import Agent
-from .._events import AgentEvent
-from .._hooks import AgentLoopConfig, BeforeToolCallContext, BeforeToolCallResult, ToolExecution
-from .._loop import run_agent_loop
-from .._messages import AgentContext, AgentMessage, AssistantMessage, ToolCall, UserMessage
-from .._tools import AgentTool
+from .. import (
+    Agent,
+    AgentContext,
+    AgentEvent,
+    AgentLoopConfig,
+    AgentMessage,
+    AgentTool,
+    AssistantMessage,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+    ToolCall,
+    ToolExecution,
+    UserMessage,
+    run_agent_loop,
+)
 from ..nursery import AbortController, AbortSignal
 from ._stream import ScriptedStream, scripted_reply
 from ._tools import CallBehaviour, ReleaseBatch, ToolScript
 
 __all__ = [
     "CALL_OUTCOMES",
+    "CONTROL_OUTCOMES",
     "TOOL_TIMEOUT",
     "CallOutcome",
     "CallScript",
@@ -33,10 +43,14 @@ __all__ = [
     "TurnScript",
 ]
 
-CallOutcome = Literal["succeed", "terminate", "fail", "timeout", "unknown", "invalid", "blocked"]
+CallOutcome = Literal[
+    "succeed", "terminate", "fail", "timeout", "unknown", "invalid", "blocked", "held"
+]
 """How a scripted call ends. The first four execute (see :data:`ToolOutcome`); ``unknown`` calls
 a tool that does not exist, ``invalid`` passes arguments that fail validation, ``blocked`` is
-refused by ``before_tool_call``: those three end during preflight."""
+refused by ``before_tool_call``: those three end during preflight. ``held`` calls the tool
+``gated``, whose calls wait for approval (they are not in :data:`CALL_OUTCOMES`, the default:
+draw them with ``scripted_runs(outcomes=CONTROL_OUTCOMES)``)."""
 
 CALL_OUTCOMES: tuple[CallOutcome, ...] = (
     "succeed",
@@ -47,6 +61,8 @@ CALL_OUTCOMES: tuple[CallOutcome, ...] = (
     "invalid",
     "blocked",
 )
+CONTROL_OUTCOMES: tuple[CallOutcome, ...] = (*CALL_OUTCOMES, "held")
+"""Every outcome, calls held for approval included."""
 _EXECUTED = frozenset(("succeed", "terminate", "fail", "timeout"))
 
 TOOL_TIMEOUT = 0.002
@@ -80,9 +96,12 @@ class CallScript:
 
     @property
     def tool_name(self) -> str:
-        """``missing`` (no such tool), ``slow`` (times out), ``serial`` or ``work``."""
+        """``missing`` (no such tool), ``slow`` (times out), ``gated`` (held for approval),
+        ``serial`` or ``work``."""
         if self.outcome == "unknown":
             return "missing"
+        if self.outcome == "held":
+            return "gated"
         if self.outcome == "timeout":
             return "slow"
         return "serial" if self.sequential else "work"
@@ -103,8 +122,14 @@ class TurnScript:
 
     calls: tuple[CallScript, ...] = ()
     stop_reason: StopReasonScript = "toolUse"
-    """``error`` ends the run without running the calls; the others all run them."""
+    """``error`` ends the run without running the calls; ``length`` answers every call as
+    truncated without running it, and the run goes on; the others run them."""
     text: str = ""
+
+    @property
+    def runs_calls(self) -> bool:
+        """Whether the loop runs this reply's calls at all: a ``length`` reply's are refused."""
+        return self.stop_reason != "length"
 
     def reply(self) -> AssistantMessage:
         """The scripted assistant message."""
@@ -135,14 +160,15 @@ class RunScript:
     def is_sequential(self, turn: TurnScript) -> bool:
         """Whether the batch of ``turn`` runs one call at a time."""
         return self.tool_execution == "sequential" or any(
-            call.sequential and call.outcome not in ("unknown", "timeout") for call in turn.calls
+            call.sequential and call.outcome not in ("unknown", "timeout", "held")
+            for call in turn.calls
         )
 
     def release_batches(self) -> list[ReleaseBatch]:
         """What the :class:`ToolScript` needs to know to release by itself."""
         return [
             ReleaseBatch(
-                tuple(call.id for call in turn.calls if call.executes),
+                tuple(call.id for call in turn.calls if call.executes and turn.runs_calls),
                 1 if self.is_sequential(turn) else self.max_parallel_tools,
             )
             for turn in self.turns
@@ -173,8 +199,10 @@ class ScriptedRun:
     Attributes:
         stream: the :class:`ScriptedStream` answering the model calls.
         tool_script: the :class:`ToolScript` of every tool, releasing in the script's order.
-        tools: the tools ``work``, ``serial`` (sequential mode) and ``slow`` (times out after
-            :attr:`tool_timeout` seconds).
+        tools: the tools ``work``, ``serial`` (sequential mode), ``slow`` (times out after
+            :attr:`tool_timeout` seconds) and ``gated`` (every call waits for approval; once
+            approved it answers at once).
+        gated_runs: the ids of the ``gated`` calls that executed, in order.
     """
 
     tool_timeout: ClassVar[float] = TOOL_TIMEOUT
@@ -196,8 +224,16 @@ class ScriptedRun:
             make("work", parameters=PARAMETERS),
             make("serial", parameters=PARAMETERS, execution_mode="sequential"),
             make("slow", parameters=PARAMETERS, timeout=TOOL_TIMEOUT),
+            AgentTool("gated", "Needs approval.", PARAMETERS, self._gated, requires_approval=True),
         ]
+        self.gated_runs: list[str] = []
         self._blocked = {call.id for call in script.calls if call.outcome == "blocked"}
+
+    async def _gated(
+        self, tool_call_id: str, params: Any, signal: AbortSignal, on_update: Any
+    ) -> str:
+        self.gated_runs.append(tool_call_id)
+        return f"gated {tool_call_id} ran"
 
     def before_tool_call(
         self, context: BeforeToolCallContext, signal: AbortSignal
@@ -246,6 +282,6 @@ class ScriptedRun:
 
         context = AgentContext("You are scripted.", [], list(self.tools))
         record.messages = await run_agent_loop(
-            [UserMessage(prompt)], context, self.loop_config(), emit, controller.signal
+            [UserMessage(prompt)], context, self.loop_config(), emit, signal=controller.signal
         )
         return record

@@ -12,7 +12,7 @@ from typing import Literal
 import attrs
 from hypothesis import strategies as st
 
-from .._hooks import ToolExecution
+from .. import ToolExecution
 from ._script import (
     CALL_OUTCOMES,
     CallOutcome,
@@ -31,7 +31,10 @@ __all__ = [
 ]
 
 _TEXTS = ("", "Let me check that.")
-_STOP_REASONS: tuple[StopReasonScript, ...] = ("toolUse", "stop", "length", "error")
+# ``length`` is left out by default: its calls are answered without running, which the
+# properties written over these scripts do not model (``stop`` covers a reply that ends with
+# calls and another reason).
+_STOP_REASONS: tuple[StopReasonScript, ...] = ("toolUse", "stop", "error")
 
 
 def call_scripts(
@@ -129,7 +132,7 @@ def _runs(draw: st.DrawFn, parts: _Parts) -> RunScript:
         steps = [
             call.id
             for call in turn_script.calls
-            if call.executes
+            if call.executes and turn_script.runs_calls
             for _ in range(call.behaviour().steps)
         ]
         ranks = [draw(parts.rank) for _ in steps]

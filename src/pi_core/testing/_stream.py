@@ -8,25 +8,26 @@ an exact point of the reply.
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from collections.abc import AsyncIterator, Iterable, Iterator
 
 import anyio
 import anyio.lowlevel
 
-from .._events import AssistantMessageEvent, StreamStart
-from .._messages import (
+from .. import (
     AssistantContent,
     AssistantMessage,
+    AssistantMessageEvent,
     Context,
     Model,
     StopReason,
+    StreamOptions,
     TextContent,
     ThinkingContent,
     ToolCall,
 )
-from .._options import StreamOptions
-from ..providers._faux_stream import PartialReply, terminal
+from ..providers._faux_stream import PartialReply
 
 __all__ = ["ScriptedStream", "scripted_reply"]
 
@@ -60,7 +61,9 @@ class ScriptedStream:
     Each reply streams as ``start``, then per block ``*_start``, deltas of ``chunk_size``
     characters, ``*_end``, then ``done`` (or ``error`` for a reply whose stop reason is ``error``
     or ``aborted``). When the replies run out, ``default`` answers (if given), else an ``error``
-    reply saying so. Every event's ``partial`` is a snapshot that later events do not change.
+    reply saying so. The events are built as a provider builds them: every event's ``partial``
+    is the same live message, which grows as the reply streams and is the final message at
+    the end (a tool call's arguments parse from the streamed JSON as they arrive).
 
     Args:
         replies: the replies, in call order; each call streams a deep copy carrying the
@@ -129,13 +132,19 @@ class ScriptedStream:
         self, call_index: int, reply: AssistantMessage
     ) -> AsyncIterator[AssistantMessageEvent]:
         self.open_streams += 1
+        events = _events_of(reply, self.chunk_size)
         try:
-            for event_index, event in enumerate(_events_of(reply, self.chunk_size)):
+            for event_index in itertools.count():
                 if self.checkpoints:
                     await anyio.lowlevel.checkpoint()
                 if self.block_at == (call_index, event_index):
                     self._blocked_event().set()
                     await anyio.sleep_forever()
+                # Made only now: making an event grows the live partial, which must not show
+                # a delta that was never sent.
+                event = next(events, None)
+                if event is None:
+                    return
                 yield event
         finally:
             self.open_streams -= 1
@@ -148,15 +157,15 @@ class ScriptedStream:
 
 
 def _events_of(reply: AssistantMessage, chunk_size: int) -> Iterator[AssistantMessageEvent]:
-    """The stream protocol events of ``reply``, each with its own snapshot of the partial."""
+    """The stream protocol events of ``reply``, all carrying one live partial, as a provider's."""
     partial = PartialReply(reply)
-    yield StreamStart(partial.snapshot())
+    yield partial.start()
     for index, block in enumerate(reply.content):
-        yield partial.open_block(index, block)
+        yield partial.open_block(block)
         for chunk in _chunks(_streamed_text(block), chunk_size):
             yield partial.add_chunk(index, block, chunk)
         yield partial.close_block(index, block)
-    yield terminal(reply)
+    yield partial.done()
 
 
 def _chunks(text: str, size: int) -> list[str]:

@@ -15,8 +15,14 @@ from typing import Any, Literal
 import anyio
 import attrs
 
-from .._messages import TextContent
-from .._tools import AgentTool, AgentToolResult, ToolExecutionMode, ToolUpdateCallback
+from .. import (
+    AgentTool,
+    AgentToolResult,
+    PiCoreError,
+    TextContent,
+    ToolExecutionMode,
+    ToolUpdateCallback,
+)
 from ..nursery import AbortSignal
 
 __all__ = [
@@ -36,7 +42,7 @@ Finish = Literal["returned", "raised", "cancelled"]
 EMPTY_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
 
 
-class ScriptedToolError(Exception):
+class ScriptedToolError(PiCoreError):
     """What a call scripted to ``"fail"`` raises; the loop turns it into an error result."""
 
 

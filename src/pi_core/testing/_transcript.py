@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._messages import AgentMessage, AssistantMessage, ToolCall, ToolResultMessage
+from .. import AgentMessage, AssistantMessage, PiCoreError, ToolCall, ToolResultMessage
 
 __all__ = ["TranscriptError", "check_transcript", "tool_calls_of"]
 
 
-class TranscriptError(AssertionError):
+class TranscriptError(PiCoreError, AssertionError):
     """A transcript has a tool call without exactly one result, or results out of order."""
 
 
-def check_transcript(messages: Sequence[AgentMessage]) -> None:
+def check_transcript(messages: Sequence[AgentMessage], *, allow_held: bool = False) -> None:
     """Raise :class:`TranscriptError` unless the transcript is one a provider may be sent.
 
     Every tool call of an assistant message that completed (not stopped by ``error`` or
@@ -22,6 +22,11 @@ def check_transcript(messages: Sequence[AgentMessage]) -> None:
     message anywhere else answers no call. This holds after any run that completes or is
     aborted (see "Abort and close-out" in the concepts page); a run that *failed* (see
     "Failures") may leave calls unanswered.
+
+    With ``allow_held``, calls may have been held for approval, which changes two things: the
+    transcript may end with a reply whose calls are only partly answered (the others wait for
+    a decision), and a reply whose held calls were resolved later has its results in the order
+    they were given (each call still answered once, right after the reply).
     """
     index = 0
     while index < len(messages):
@@ -34,14 +39,30 @@ def check_transcript(messages: Sequence[AgentMessage]) -> None:
             )
         if not isinstance(message, AssistantMessage) or message.stop_reason in ("error", "aborted"):
             continue
-        for call in tool_calls_of(message):
+        calls = tool_calls_of(message)
+        while calls:
             result = messages[index] if index < len(messages) else None
-            if not isinstance(result, ToolResultMessage) or result.tool_call_id != call.id:
+            if result is None and allow_held:
+                return
+            answered = _answered(calls, result, allow_held)
+            if answered is None:
                 raise TranscriptError(
-                    f"message {index}: expected the toolResult of call {call.id!r} "
-                    f"({call.name}), found {_describe(result)}"
+                    f"message {index}: expected the toolResult of call {calls[0].id!r} "
+                    f"({calls[0].name}), found {_describe(result)}"
                 )
+            del calls[answered]
             index += 1
+
+
+def _answered(calls: list[ToolCall], result: object, any_order: bool) -> int | None:
+    """The index among ``calls`` of the call ``result`` answers (the first call only, unless
+    ``any_order``), or ``None``."""
+    if not isinstance(result, ToolResultMessage):
+        return None
+    for index, call in enumerate(calls if any_order else calls[:1]):
+        if call.id == result.tool_call_id:
+            return index
+    return None
 
 
 def tool_calls_of(message: AssistantMessage) -> list[ToolCall]:

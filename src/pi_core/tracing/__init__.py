@@ -13,8 +13,7 @@ from __future__ import annotations
 import attrs
 from opentelemetry import trace
 
-from .._agent import Agent
-from .._hooks import AgentLoopConfig
+from .. import Agent, AgentLoopConfig
 from .._public import publish_module_names
 from ._otel import OpenTelemetryTracer
 

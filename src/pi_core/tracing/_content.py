@@ -6,7 +6,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from .._messages import (
+from .. import (
+    AgentToolResult,
     AssistantMessage,
     Context,
     ImageContent,
@@ -15,7 +16,7 @@ from .._messages import (
     ToolCall,
     ToolResultMessage,
 )
-from .._tools import AgentToolResult
+from ..lowlevel import provider_transcript
 
 __all__ = ["finish_reason", "input_messages", "output_messages", "system_instructions", "to_json"]
 
@@ -33,15 +34,19 @@ def to_json(value: Any) -> str:
 
 
 def system_instructions(context: Context) -> str | None:
-    """``gen_ai.system_instructions`` of a model call, or ``None`` without a system prompt."""
-    if not context.system_prompt:
+    """``gen_ai.system_instructions`` of a model call: the system prompt its transcript
+    declares, or ``None`` without one."""
+    prompt = provider_transcript(context).system_prompt
+    if not prompt:
         return None
-    return to_json([{"type": "text", "content": context.system_prompt}])
+    return to_json([{"type": "text", "content": prompt}])
 
 
 def input_messages(context: Context) -> str:
-    """``gen_ai.input.messages``: the messages the model was sent."""
-    return to_json([_message(message) for message in context.messages])
+    """``gen_ai.input.messages``: the messages the model was sent, without the system messages
+    (their prompt is the system instructions)."""
+    messages = provider_transcript(context).messages
+    return to_json([_message(message) for message in messages])
 
 
 def output_messages(message: AssistantMessage) -> str:

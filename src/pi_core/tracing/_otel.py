@@ -9,9 +9,17 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from .._events import AgentEvent, MessageEnd, ToolExecutionEnd, ToolExecutionStart
-from .._messages import AssistantMessage, Context, Model, ToolCall
-from .._texts import exception_text
+from .. import (
+    AgentEvent,
+    AssistantMessage,
+    Context,
+    MessageEnd,
+    Model,
+    ToolCall,
+    ToolExecutionEnd,
+    ToolExecutionStart,
+)
+from ..lowlevel import exception_text
 from ..nursery import AbortSignal
 from ._content import (
     finish_reason,

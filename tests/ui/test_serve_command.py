@@ -1,0 +1,51 @@
+"""``pi-core serve``: with no arguments the demo agent's page on 127.0.0.1, optionally behind a
+bearer token read from the environment."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import httpx
+
+from ui.browser import served_page
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+
+from _cli_process import run_cli
+
+RUN_INPUT = {
+    "threadId": "t1",
+    "runId": "r1",
+    "messages": [{"id": "u1", "role": "user", "content": "what is 6*7? sleep 0"}],
+}
+
+
+def test_serve_without_arguments_chats_with_the_demo_agent() -> None:
+    with served_page() as (_, url):
+        assert url.startswith("http://127.0.0.1:")  # bound to the loopback by default
+        page = httpx.get(url + "/")
+        answer = httpx.post(url + "/api/agui", json=RUN_INPUT, timeout=30)
+    assert page.status_code == 200 and "<title>pi-core</title>" in page.text
+    events = [
+        json.loads(line[6:]) for line in answer.text.splitlines() if line.startswith("data: ")
+    ]
+    assert events[-1]["type"] == "RUN_FINISHED"
+    results = [e["content"] for e in events if e["type"] == "TOOL_CALL_RESULT"]
+    assert "6*7 = 42" in results
+
+
+def test_serve_with_a_token_answers_nothing_without_it() -> None:
+    with served_page("--token-env", "UI_TOKEN", env={"UI_TOKEN": "tok-123"}) as (server, url):
+        refused = httpx.get(url + "/")
+        served = httpx.get(url + "/", headers={"Authorization": "Bearer tok-123"})
+    assert refused.status_code == 401
+    assert served.status_code == 200
+    assert "tok-123" not in server.output
+
+
+def test_serve_refuses_an_unset_token_variable() -> None:
+    done = run_cli("serve", "--port", "0", "--token-env", "UI_TOKEN_UNSET")
+    assert done.returncode == 2
+    assert "UI_TOKEN_UNSET" in done.stderr
