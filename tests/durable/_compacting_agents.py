@@ -9,7 +9,8 @@ that shows the conversation as text), it writes how many ``bulky`` results the c
 
 ``overflowing`` is the same agent with a model whose context window is unknown and which
 refuses a request holding ``OVERFLOW_AT`` results (or the ``overflow_at`` param) as too long:
-its run compacts only then, and retries.
+its run compacts only then, and retries. With the ``approve_slow`` param, ``compacting``'s
+``slow`` call needs approval.
 
 The factory's ``dir`` param names the directory of the count files: ``model`` gets a line per
 request of the conversation, ``summary`` one per summary request (the request's digest, so a
@@ -102,13 +103,13 @@ def summarise(request: str) -> AssistantMessage:
     return scripted_reply(f"bulky results so far: {held + max(earlier, default=0)}")
 
 
-def compacting_tools(directory: Path) -> list[AgentTool]:
+def compacting_tools(directory: Path, *, approve_slow: bool = False) -> list[AgentTool]:
     @tool
     async def bulky() -> str:
         """Return a long text."""
         return BULKY_RESULT
 
-    @tool
+    @tool(requires_approval=approve_slow)
     async def slow() -> str:
         """Take a while."""
         if count(directory, "slow") == 1 and os.environ.get(STALL_ENV) == "1":
@@ -142,13 +143,16 @@ def counting_stream(directory: Path, *, overflow_at: int | None = None) -> Any:
     return stream
 
 
-def spec_of(directory: Path, *, overflow_at: int | None = None) -> AgentSpec:
+def spec_of(
+    directory: Path, *, overflow_at: int | None = None, approve_slow: bool = False
+) -> AgentSpec:
     """The agent; with ``overflow_at``, its model's window is unknown (only an overflow
-    compacts) and it refuses a request holding that many results."""
+    compacts) and it refuses a request holding that many results; with ``approve_slow``, its
+    ``slow`` call waits for a decision."""
     return AgentSpec(
         model=MODEL if overflow_at is None else attrs.evolve(MODEL, context_window=0),
         stream_fn=counting_stream(directory, overflow_at=overflow_at),
-        tools=compacting_tools(directory),
+        tools=compacting_tools(directory, approve_slow=approve_slow),
         system_prompt="You call tools.",
         compaction=POLICY,
     )
@@ -156,7 +160,7 @@ def spec_of(directory: Path, *, overflow_at: int | None = None) -> AgentSpec:
 
 @agents.define("compacting")
 def compacting(params: dict[str, Any]) -> AgentSpec:
-    return spec_of(Path(params["dir"]))
+    return spec_of(Path(params["dir"]), approve_slow=params.get("approve_slow", False))
 
 
 @agents.define("overflowing")

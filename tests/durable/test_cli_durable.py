@@ -38,7 +38,8 @@ def test_a_run_finishes_after_its_worker_is_killed_and_restarted(
     work = tmp_path / "counts"
     with running_worker(database_url, "w1", stall=True) as first:
         run_id = start_counting_run(database_url, work)
-        wait_until(lambda: (work / "slow").exists(), "the slow tool to start")
+        # Its line, not just its file: the file exists a moment before the line is written.
+        wait_until(lambda: bool(lines(work, "slow")), "the slow tool to start")
         first.process.kill()  # SIGKILL: no chance to clean up
     assert counts(work) == FINISHED_BEFORE_THE_KILL
 

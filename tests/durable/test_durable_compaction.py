@@ -5,6 +5,8 @@ between turns. The run's new messages and its compacted transcript are those of 
 the same policy in this process. A worker SIGKILLed after a compaction step, while the next tool
 call runs, is restarted: the recovered run does not ask for the summary again (every summary
 request is counted in a file, by its digest) and ends with the messages of a run never killed.
+A call held for approval makes a compacting run wait; approved, the run goes on and compacts as
+the first turns did.
 """
 
 from __future__ import annotations
@@ -12,16 +14,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import anyio
 import pytest
 
 from durable._compacting_agents import OVERFLOW_AT, TOO_LONG, spec_of
 from durable._counting_agents import counts
-from durable._workers import client, running_worker
+from durable._workers import client, running_worker, wait_until
 from durable.durable_agents import lines, without_timestamps
 from durable.workers import wait_for_line
-from pi_core import Agent, AgentMessage
+from pi_core import Agent, AgentEvent, AgentMessage
 from pi_core.durable import AgentSpec, DurableRuns
 from pi_core.lowlevel import initial_system_message
+from pi_core.testing import check_event_grammar
 
 TARGET = "durable._compacting_agents:agents"
 
@@ -162,3 +166,43 @@ async def test_a_request_refused_again_after_the_compaction_ends_the_run(
     assert getattr(new[-1], "error_message", None) == TOO_LONG
     assert events.count("agent_start") == events.count("agent_end") == 1
     assert len(lines(tmp_path / "run", "summary")) == 1  # one retry, one compaction
+
+
+def test_a_held_call_of_a_compacting_run_waits_and_the_run_goes_on_compacting(
+    database_url: str, tmp_path: Path
+) -> None:
+    (tmp_path / "reference").mkdir()
+    agent = agent_of(spec_of(tmp_path / "reference"))  # the same run, its slow call unheld
+    reference = anyio.run(agent.prompt, "go")
+    assert agent.state.compactions >= 1
+
+    directory = tmp_path / "run"
+    directory.mkdir()
+    params = {"dir": str(directory), "approve_slow": True}
+    with running_worker(database_url, "compacting-worker", target=TARGET):
+        run_id = client(database_url, lambda runs: runs.start("compacting", "go", params=params))
+
+        def waiting() -> list[str]:
+            listed = client(database_url, lambda runs: runs.pending(run_id))
+            return [call.tool_call_id for call in listed]
+
+        wait_until(lambda: waiting() == ["slow-1"], "the slow call to wait")
+        assert lines(directory, "summary")  # it compacted before the call was held
+        assert "slow" not in counts(directory)
+        client(database_url, lambda runs: runs.approve(run_id, "slow-1"))
+        new = client(database_url, lambda runs: runs.result(run_id))
+        transcript = client(database_url, lambda runs: runs.transcript(run_id))
+        compactions = client(database_url, lambda runs: runs.compactions(run_id))
+        events = client(database_url, lambda runs: _events(runs, run_id))
+
+    assert plain(new) == as_recorded(agent, reference.messages)
+    assert plain(transcript) == plain(agent.state.messages)
+    assert compactions == agent.state.compactions
+    check_event_grammar(events, allow_held=True)
+    kinds = [event.type for event in events]
+    assert kinds.count("agent_start") == kinds.count("agent_end") == 1
+    assert counts(directory) == counts(tmp_path / "reference")
+
+
+async def _events(runs: DurableRuns, run_id: str) -> list[AgentEvent]:
+    return [event async for _, event in runs.events(run_id)]

@@ -50,6 +50,11 @@ from ._record import RecordedClock, encode_message, step_end
 __all__ = ["DurableCompactor"]
 
 Emit = Callable[[AgentEvent], Awaitable[None]]
+ResolveHeld = Callable[
+    [AgentContext, AgentLoopConfig, list[AgentMessage], Emit, Callable[[], list[AgentMessage]]],
+    Awaitable[list[AgentMessage]],
+]
+"""The run's wait for the calls the loop held, and the loop going on from the decisions."""
 
 
 class DurableCompactor:
@@ -87,8 +92,13 @@ class DurableCompactor:
         config: AgentLoopConfig,
         emit: Emit,
         signal: AbortSignal,
+        resolve_held: ResolveHeld,
     ) -> list[AgentMessage]:
-        """The run's loop with its compactions; its new messages, as without compaction."""
+        """The run's loop with its compactions; its new messages, as without compaction.
+
+        Calls the loop holds are waited for with ``resolve_held``, on the conversation as it
+        stands, and the turns that follow compact as the first ones do.
+        """
         self._emit, self._signal = emit, signal
         messages = list(context.messages)
         if compaction_due(self.policy, config.model, [*messages, *prompts]):
@@ -100,7 +110,9 @@ class DurableCompactor:
             new = await run_agent_loop(prompts, context, config, self._watch, signal=signal)
         else:
             new = await run_agent_loop_continue(context, config, self._watch, signal=signal)
+        new = await resolve_held(context, config, new, self._watch, self._conversation)
         new = await self._retry_overflow(new, context, config, signal)
+        new = await resolve_held(context, config, new, self._watch, self._conversation)
         if self.count:
             transcript = [encode_message(message) for message in self.transcript]
             await recorded(DBOS.set_event_async(TRANSCRIPT, transcript), "the run's transcript")
@@ -135,6 +147,9 @@ class DurableCompactor:
         if isinstance(again, AssistantMessage) and is_context_overflow(again):
             durable_logger.warning(OVERFLOW_AFTER_COMPACTION.format(again.error_message))
         return [*(m for m in new if m is not failed), *retried]
+
+    def _conversation(self) -> list[AgentMessage]:
+        return list(self.transcript)
 
     async def _watch(self, event: AgentEvent) -> None:
         """The run's emit, keeping the transcript and holding back an overflowed run's end."""

@@ -189,7 +189,10 @@ class DurableRun:
         config = self._config()
         if self.compactor is not None:
             signal = self.controller.signal
-            return await self.compactor.run(prompts, context, config, self._emit, signal)
+            compactor = self.compactor
+            return await compactor.run(
+                prompts, context, config, self._emit, signal, self._resolve_held
+            )
         if prompts:
             new = await run_agent_loop(
                 prompts, context, config, self._emit, signal=self.controller.signal
@@ -198,7 +201,7 @@ class DurableRun:
             new = await run_agent_loop_continue(
                 context, config, self._emit, signal=self.controller.signal
             )
-        return await self._resolve_held(context, config, new)
+        return await self._resolve_held(context, config, new, self._emit)
 
     def _config(self) -> AgentLoopConfig:
         spec = self.spec
@@ -296,19 +299,28 @@ class DurableRun:
     # --- held calls, the deadline ------------------------------------------------------------
 
     async def _resolve_held(
-        self, context: AgentContext, config: AgentLoopConfig, new: list[AgentMessage]
+        self,
+        context: AgentContext,
+        config: AgentLoopConfig,
+        new: list[AgentMessage],
+        emit: Callable[[AgentEvent], Awaitable[None]],
+        conversation: Callable[[], list[AgentMessage]] | None = None,
     ) -> list[AgentMessage]:
         """The run's new messages, once every call the loop held has been decided and the loop
-        has gone on from the decisions (as often as it holds calls again)."""
+        has gone on from the decisions (as often as it holds calls again).
+
+        ``conversation`` gives the messages as they stand when the loop goes on (by default the
+        context's, then the new ones; a compacting run keeps its own).
+        """
         while held := pending_tool_calls(new, context.tools):
             decisions = await self._decide(held)
-            messages = [*context.messages, *new]
+            messages = conversation() if conversation else [*context.messages, *new]
             resumed = AgentContext(context.system_prompt, messages, context.tools)
             going_on = self._going_on(config, new)
             signal = self.controller.signal
             new = [
                 *new,
-                *await resolve_tool_calls(decisions, resumed, going_on, self._emit, signal=signal),
+                *await resolve_tool_calls(decisions, resumed, going_on, emit, signal=signal),
             ]
         return new
 
@@ -451,8 +463,10 @@ class DurableRun:
         outcome = await self._attempt(tool, call, params, reserved.start, reserved.step)
         if outcome[0] != "in_doubt":
             return outcome
+        # No flush of the run's events here: what the other calls have logged by now depends
+        # on timing, so a write here would take an id on one execution and not on the next.
+        # The calls' starts are readable already; the rest goes out before the next request.
         await reserved.gate.wait_turn(call.id)
-        await self._flush()  # what the run did so far is readable while it waits
         while outcome[0] == "in_doubt":
             pending = PendingToolCall(call.id, call.name, params, INTERRUPTED)
             waited = await await_decisions([pending], self.spec.approval_timeout, self.deadline_ms)
