@@ -15,6 +15,7 @@ import pytest
 
 from pi_core import (
     AbortSignal,
+    AfterToolCallContext,
     Agent,
     AgentEvent,
     AgentTool,
@@ -35,6 +36,7 @@ from pi_core import (
     ToolCall,
     ToolExecutionEnd,
     ToolExecutionStart,
+    ToolExecutionUpdate,
     ToolResultMessage,
     TurnContext,
     TurnDecision,
@@ -305,6 +307,14 @@ async def test_should_stop_after_turn_keeps_its_place_after_turn_end() -> None:
 # --- tools ----------------------------------------------------------------------------------------
 
 
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"v": {"type": "string"}},
+    "required": ["v"],
+}
+"""The parameters of the timelines' tools (``calls`` gives each its ``v``)."""
+
+
 def noting_tool(
     name: str,
     executed: list[str],
@@ -321,8 +331,7 @@ def noting_tool(
             await anyio.sleep_forever()  # an abort cuts it
         return returns() if returns is not None else f"{name} done"
 
-    schema = {"type": "object", "properties": {"v": {"type": "string"}}, "required": ["v"]}
-    return AgentTool(name, f"{name} tool", schema, execute)
+    return AgentTool(name, f"{name} tool", SCHEMA, execute)
 
 
 def result_lines(agent: Agent) -> list[str]:
@@ -367,6 +376,36 @@ async def test_a_tool_can_fail_without_raising() -> None:
     assert result.is_error and result.details == {"x": 1}
     assert result.duration_ms == end.duration_ms
     assert executed == ["t1"] and timeline.calls == 2
+
+
+@pytest.mark.parametrize("tool_execution", ["parallel", "sequential"])
+async def test_an_update_after_the_call_settled_is_ignored(tool_execution: str) -> None:
+    timeline = Timeline([calls("t1", "t2"), reply("after")])
+    kept: list[Any] = []
+    t1_ended = anyio.Event()
+
+    async def early(_id: str, _params: Any, _signal: AbortSignal, on_update: Any) -> str:
+        on_update(AgentToolResult([TextContent("working")]))
+        kept.append(on_update)
+        return "t1 done"
+
+    async def late(_id: str, _params: Any, _signal: AbortSignal, _on_update: Any) -> str:
+        await t1_ended.wait()
+        kept[0](AgentToolResult([TextContent("too late")]))  # t1's, after its end
+        return "t2 done"
+
+    tools = [AgentTool("t1", "", SCHEMA, early), AgentTool("t2", "", SCHEMA, late)]
+
+    def after(context: AfterToolCallContext, _signal: AbortSignal) -> None:  # t1 settled, not ended
+        if context.tool_call.id == "1":
+            kept[0](AgentToolResult([TextContent("settled")]))
+
+    agent = timeline.agent(tools=tools, tool_execution=tool_execution, after_tool_call=after)
+    agent.subscribe(lambda e: t1_ended.set() if isinstance(e, ToolExecutionEnd) else None)
+    await drive(agent, "go")
+    updates = [e for e in timeline.events if isinstance(e, ToolExecutionUpdate)]
+    assert [u.partial_result.content for u in updates] == [[TextContent("working")]]
+    check_event_grammar(timeline.events)
 
 
 async def test_replies_carry_their_duration_and_the_level_asked_for() -> None:

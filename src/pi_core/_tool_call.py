@@ -340,6 +340,8 @@ class PreparedCall:
             outcome = failed_outcome(exc, call, TOOL, runner.interruptions, elapsed)
         except BaseException as exc:
             outcome = _stray_cancellation_outcome(exc, call, TOOL, _elapsed_ms(started))
+        finally:
+            self.post = None  # the call has settled: an update that comes later is ignored
         if runner.after_tool_call is None:
             return outcome
         try:
@@ -350,10 +352,12 @@ class PreparedCall:
             return _stray_cancellation_outcome(exc, call, "after_tool_call", outcome[2])
 
     def on_update(self, partial: AgentToolResult) -> None:
-        """The ``on_update`` the tool gets: a ``tool_execution_update`` for the parent to emit."""
-        call = self.call
-        assert self.post is not None
-        self.post(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
+        """The ``on_update`` the tool gets: a ``tool_execution_update`` for the parent to emit,
+        while the call runs (once it has settled, an update is dropped)."""
+        post = self.post
+        if post is not None:
+            call = self.call
+            post(ToolExecutionUpdate(call.id, call.name, call.arguments, partial))
 
 
 class _TracedCall(PreparedCall):
