@@ -118,7 +118,8 @@ def interop(session: nox.Session) -> None:
     their streamProxy clients against our proxy server, proxy servers on their pi-ai against our
     client, their transcripts loaded and written back here and ours read there, their Responses
     and Gemini providers against our recorded streams, and the Pi coding agents' (1.6.0 and 0.73.1) session
-    managers against pi_core's session files; the official AG-UI client and the AI SDK's
+    managers against pi_core's session files, pi-ai's thinking levels for every catalogue model
+    against ours; the official AG-UI client and the AI SDK's
     stream reader against pi_core.ui. Needs node >= 20 and npm: the npm packages are
     installed from the lock files of every fixture directory under tests/, and a test that
     cannot run Node fails here instead of skipping.
@@ -133,6 +134,7 @@ def interop(session: nox.Session) -> None:
         "tests/proxy/test_proxy_interop.py",
         "tests/providers/test_ts_interop.py",
         "tests/test_transcript_interop.py",
+        "tests/test_thinking_levels.py",
         "tests/sessions/test_session_interop.py",
         "tests/ui/test_ag_ui_client.py",
         "tests/ui/test_ui_message_stream.py",

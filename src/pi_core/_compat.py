@@ -64,8 +64,9 @@ class ModelCompat:
     (empty when there was none), as DeepSeek requires."""
     thinking_format: ThinkingFormat | None = None
     """How reasoning is switched on: ``reasoning_effort`` (openai), ``reasoning: {effort}``
-    (openrouter), ``thinking: {type}`` plus ``reasoning_effort`` (deepseek), ``enable_thinking``
-    (zai, qwen) or ``chat_template_kwargs.enable_thinking`` (qwen-chat-template)."""
+    (openrouter), ``thinking: {type}`` plus ``reasoning_effort`` (deepseek, and zai with
+    ``clear_thinking: false``), ``enable_thinking`` (qwen) or
+    ``chat_template_kwargs.enable_thinking`` (qwen-chat-template)."""
     open_router_routing: dict[str, Any] | None = attrs.field(default=None, hash=False)
     """OpenRouter's provider routing preferences, sent as ``provider``."""
     vercel_gateway_routing: dict[str, Any] | None = attrs.field(default=None, hash=False)

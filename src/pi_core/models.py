@@ -27,16 +27,23 @@ from ._compat import ModelCompat
 from ._exceptions import PiCoreError
 from ._messages import Model, ModelCost
 from ._models_data import CATALOGUE_SOURCE, CATALOGUE_VERSION, PROVIDERS, ROWS
+from ._public import publish_module_names
+from ._thinking import clamp_thinking_level, supported_thinking_levels
 
 __all__ = [
     "CATALOGUE_SOURCE",
     "CATALOGUE_VERSION",
     "ModelNotFoundError",
     "api_key_env",
+    "clamp_thinking_level",
     "get_model",
     "get_models",
     "get_providers",
+    "supported_thinking_levels",
 ]
+
+
+publish_module_names(globals(), ["clamp_thinking_level", "supported_thinking_levels"], __name__)
 
 
 class ModelNotFoundError(PiCoreError, LookupError):

@@ -86,6 +86,21 @@ def test_adaptive_models_think_with_an_effort(level: Any, effort: str) -> None:
     assert "anthropic-beta" not in headers  # interleaved thinking is built in
 
 
+def test_a_model_that_always_thinks_is_not_told_to_stop() -> None:
+    _, body = request_of(claude(thinking_level_map={"off": None}), StreamOptions(api_key="k"))
+    assert "thinking" not in body
+
+
+@pytest.mark.parametrize(
+    ("level", "effort"), [("xhigh", "xhigh"), ("max", "max"), ("medium", "medium")]
+)
+def test_adaptive_efforts_are_the_words_of_the_models_map(level: Any, effort: str) -> None:
+    levels = {"xhigh": "xhigh", "max": "max"}
+    model = claude("claude-opus-4-8", compat=ADAPTIVE, thinking_level_map=levels)
+    _, body = request_of(model, StreamOptions(api_key="k", reasoning=level))
+    assert body["output_config"] == {"effort": effort}
+
+
 def test_the_catalogue_says_which_models_think_adaptively() -> None:
     # Read from the model's compat settings, not guessed from its id.
     for model_id in ("claude-sonnet-4-6", "claude-opus-4-6", "claude-opus-4-7"):

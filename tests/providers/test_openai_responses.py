@@ -255,10 +255,43 @@ async def test_a_model_without_reasoning_gets_a_system_message_and_no_reasoning(
 
 
 @pytest.mark.parametrize("level", [None, "off"])
-async def test_a_request_without_reasoning_asks_for_no_encrypted_reasoning(level: Any) -> None:
-    _, request = await run(TEXT_BODY, options=StreamOptions(api_key="k", reasoning=level))
+@pytest.mark.parametrize(
+    ("levels", "reasoning"),
+    [
+        (None, {"effort": "none"}),  # unasked, a reasoning model reasons: "off" is said
+        ({"off": "minimal"}, {"effort": "minimal"}),  # in the model's own word for it
+        ({"off": None}, None),  # a model that always reasons is not told to stop
+    ],
+)
+async def test_a_request_without_reasoning_says_off_and_asks_for_no_encrypted_reasoning(
+    level: Any, levels: dict[str, Any] | None, reasoning: dict[str, str] | None
+) -> None:
+    model = attrs.evolve(MODEL, thinking_level_map=levels)
+    options = StreamOptions(api_key="k", reasoning=level)
+    _, request = await run(TEXT_BODY, options=options, model=model)
     body = sent(request)
-    assert "include" not in body and "reasoning" not in body
+    assert "include" not in body
+    assert body.get("reasoning") == reasoning
+
+
+@pytest.mark.parametrize(
+    ("level", "levels", "effort"),
+    [
+        ("medium", None, "medium"),
+        ("xhigh", None, "high"),  # xhigh only where the map names it
+        ("xhigh", {"xhigh": "max"}, "max"),  # in the map's word
+        ("minimal", {"off": "none", "minimal": None}, "low"),  # the nearest stronger level
+        ("max", {"xhigh": "xhigh", "max": None}, "xhigh"),  # else the nearest weaker one
+    ],
+)
+async def test_a_level_the_model_lacks_asks_for_the_nearest_it_has(
+    level: Any, levels: dict[str, Any] | None, effort: str
+) -> None:
+    model = attrs.evolve(MODEL, thinking_level_map=levels)
+    _, request = await run(
+        TEXT_BODY, options=StreamOptions(api_key="k", reasoning=level), model=model
+    )
+    assert sent(request)["reasoning"] == {"effort": effort, "summary": "auto"}
 
 
 async def test_session_headers_and_compat_settings() -> None:

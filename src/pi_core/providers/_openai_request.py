@@ -7,6 +7,7 @@ from typing import Any
 from .._compat import ModelCompat
 from .._messages import AssistantMessage, Context, Model, ToolCall, ToolResultMessage
 from .._options import StreamOptions
+from .._thinking import clamp_thinking_level, mapped_level, thinking_can_be_off
 from ._openai_compat import OPENAI_HOST
 from ._openai_convert import convert_messages, convert_tools
 from ._output_cap import output_cap
@@ -80,33 +81,52 @@ def _has_tool_history(context: Context) -> bool:
     )
 
 
-def _effort(options: StreamOptions) -> str | None:
+def _level(model: Model, options: StreamOptions) -> str | None:
+    """The level asked of the model (the nearest it takes), or ``None`` when none is asked."""
     level = options.reasoning
     if level is None or level == "off":
         return None
-    return "high" if level == "xhigh" else level  # the highest level most servers accept
+    clamped = clamp_thinking_level(model, level)
+    return None if clamped == "off" else clamped
 
 
 def _add_reasoning(body: Wire, model: Model, options: StreamOptions, compat: ModelCompat) -> None:
     if not model.reasoning:
         return
-    effort = _effort(options)
+    level = _level(model, options)
+    effort = None if level is None else mapped_level(model, level) or level
     fmt = compat.thinking_format or "openai"
-    if fmt in ("zai", "qwen"):
-        body["enable_thinking"] = effort is not None
+    if fmt == "zai":
+        body["thinking"] = {"type": "enabled", "clear_thinking": False} if level else _disabled()
+    elif fmt == "qwen":
+        body["enable_thinking"] = level is not None
     elif fmt == "qwen-chat-template":
         body["chat_template_kwargs"] = {
-            "enable_thinking": effort is not None,
+            "enable_thinking": level is not None,
             "preserve_thinking": True,
         }
+        return
     elif fmt == "deepseek":
-        body["thinking"] = {"type": "enabled" if effort else "disabled"}
-        if effort:
-            body["reasoning_effort"] = effort
+        if level is not None:
+            body["thinking"] = {"type": "enabled"}
+        elif thinking_can_be_off(model):
+            body["thinking"] = _disabled()
     elif fmt == "openrouter":
-        body["reasoning"] = {"effort": effort or "none"}
-    elif effort and compat.supports_reasoning_effort:
+        if effort is not None:
+            body["reasoning"] = {"effort": effort}
+        elif thinking_can_be_off(model):
+            body["reasoning"] = {"effort": mapped_level(model, "off") or "none"}
+        return
+    if not compat.supports_reasoning_effort:
+        return
+    if effort is not None:
         body["reasoning_effort"] = effort
+    elif fmt == "openai" and (off := mapped_level(model, "off")) is not None:
+        body["reasoning_effort"] = off  # the model's own word for thinking off
+
+
+def _disabled() -> Wire:
+    return {"type": "disabled"}
 
 
 def _add_routing(body: Wire, model: Model, compat: ModelCompat) -> None:

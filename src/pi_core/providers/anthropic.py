@@ -34,12 +34,13 @@ Mapping:
   that ends before ``message_stop`` or without a stop reason.
 * Thinking, for a ``model.reasoning`` model: with ``options.reasoning`` a level, models whose
   ``compat.force_adaptive_thinking`` is true (the catalogue's Opus and Sonnet 4.6 and later)
-  think adaptively (``thinking: {type: "adaptive"}`` and ``output_config.effort``
-  low / medium / high), older models with that level's token budget
+  think adaptively (``thinking: {type: "adaptive"}`` and ``output_config.effort``: the word
+  the model's ``thinking_level_map`` has for the level, else low / medium / high), older models with that level's token budget
   (:data:`DEFAULT_THINKING_BUDGETS`, overridden per level by ``options.thinking_budgets``;
   ``max_tokens`` grows by the budget, capped at ``model.max_tokens``) and the
   ``interleaved-thinking-2025-05-14`` beta header, so they may think between tool calls. With
-  no level (or ``"off"``) thinking is sent as ``{type: "disabled"}``. ``temperature`` is sent
+  no level (or ``"off"``) thinking is sent as ``{type: "disabled"}``, unless the model's map
+  rules ``off`` out (it always thinks). ``temperature`` is sent
   only without thinking, which the API requires, and not to a model whose
   ``compat.supports_temperature`` is false.
 * Tools stream their arguments as they are written (``eager_input_streaming``; a server whose
@@ -64,6 +65,7 @@ from .._events import AssistantMessageEvent
 from .._messages import Context, Model
 from .._options import StreamOptions
 from .._registry import unregister_provider
+from .._thinking import mapped_level, thinking_can_be_off
 from ._anthropic_convert import cache_control, convert_messages, convert_system, convert_tools
 from ._anthropic_stream import REDACTED_THINKING_TEXT, EventMapper
 from ._common import (
@@ -101,9 +103,9 @@ DEFAULT_THINKING_BUDGETS: Mapping[str, int] = {
     "low": 2048,
     "medium": 8192,
     "high": 16384,
-    "xhigh": 32768,
 }
-"""Thinking tokens per level; ``options.thinking_budgets`` overrides single levels."""
+"""Thinking tokens per level (``xhigh`` and ``max`` think with ``high``'s budget);
+``options.thinking_budgets`` overrides single levels."""
 
 FINE_GRAINED_TOOL_STREAMING_BETA = "fine-grained-tool-streaming-2025-05-14"
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
@@ -229,7 +231,7 @@ def thinking_settings(
     if level is None or not _thinking_on(model, options) or uses_adaptive_thinking(model):
         return base, None
     budgets = {**DEFAULT_THINKING_BUDGETS, **(options.thinking_budgets or {})}
-    budget = budgets.get(level, DEFAULT_THINKING_BUDGETS["medium"])
+    budget = budgets.get("high" if level in ("xhigh", "max") else level, budgets["medium"])
     max_tokens = base + budget
     if model.max_tokens:
         max_tokens = min(max_tokens, model.max_tokens)
@@ -277,10 +279,14 @@ def _add_thinking(
     if not model.reasoning:
         return
     if not _thinking_on(model, options):
-        body["thinking"] = {"type": "disabled"}
+        if thinking_can_be_off(model):  # a model that always thinks is not told to stop
+            body["thinking"] = {"type": "disabled"}
     elif uses_adaptive_thinking(model):
+        level = options.reasoning or ""
         body["thinking"] = {"type": "adaptive", "display": "summarized"}
-        body["output_config"] = {"effort": _EFFORTS.get(options.reasoning or "", "high")}
+        body["output_config"] = {
+            "effort": mapped_level(model, level) or _EFFORTS.get(level, "high")
+        }
     else:
         body["thinking"] = {
             "type": "enabled",

@@ -29,8 +29,11 @@ Mapping:
   stream that ends without one of the three ``response.*`` endings is an error.
 * Usage: ``input_tokens`` less the cached ones is input, the cached ones are cache reads,
   ``output_tokens`` (reasoning included) is output.
-* ``options.reasoning`` on a reasoning model becomes ``reasoning.effort`` (``xhigh`` is sent as
-  ``high``, which every reasoning model accepts) with an ``auto`` summary;
+* ``options.reasoning`` on a reasoning model becomes ``reasoning.effort`` with an ``auto``
+  summary: the level the model takes nearest to it (``minimal`` on a model without it is
+  ``low``, ``xhigh`` on a model whose ``thinking_level_map`` does not name it is ``high``), in
+  the map's word for it. With no level (or ``"off"``) the effort is the map's word for ``off``,
+  else ``none``; nothing is sent for a model whose map rules ``off`` out (it always reasons);
   ``max_output_tokens`` is ``options.max_tokens``, else the model's limit, fitted into the
   context window; ``options.session_id`` is the
   ``prompt_cache_key`` (and the ``session-id`` header, unless ``model.compat`` says the server
@@ -48,9 +51,10 @@ import httpx
 from httpx_sse import ServerSentEvent
 
 from .._events import AssistantMessageEvent, TextStart, ThinkingStart, ToolCallStart
-from .._messages import Context, Model, TextContent, ThinkingContent, ToolCall, Usage
+from .._messages import Context, Model, TextContent, ThinkingContent, ThinkingLevel, ToolCall, Usage
 from .._options import StreamOptions
 from .._registry import unregister_provider
+from .._thinking import clamp_thinking_level, mapped_level, thinking_can_be_off
 from ._common import (
     RequestSpec,
     StreamFailure,
@@ -190,16 +194,24 @@ def _body(model: Model, context: Context, options: StreamOptions) -> dict[str, A
     if context.tools:
         body["tools"] = convert_tools(context.tools)
     if model.reasoning:
-        level = options.reasoning
-        if level is not None and level != "off":
-            body["reasoning"] = {"effort": "high" if level == "xhigh" else level, "summary": "auto"}
-            # Without the encrypted content a reasoning item cannot be sent back (nothing is
-            # stored); a request that asks for no reasoning asks for none of it either.
-            body["include"] = ["reasoning.encrypted_content"]
+        _add_reasoning(body, model, options.reasoning)
     if options.tool_choice is not None and context.tools:
         body["tool_choice"] = responses_tool_choice(options.tool_choice)
     add_sampling_params(body, options)
     return body
+
+
+def _add_reasoning(body: dict[str, Any], model: Model, level: ThinkingLevel | None) -> None:
+    if level is not None and level != "off":
+        level = clamp_thinking_level(model, level)
+    if level is not None and level != "off":
+        body["reasoning"] = {"effort": mapped_level(model, level) or level, "summary": "auto"}
+        # Without the encrypted content a reasoning item cannot be sent back (nothing is
+        # stored); a request that asks for no reasoning asks for none of it either.
+        body["include"] = ["reasoning.encrypted_content"]
+    elif model.provider != "github-copilot" and thinking_can_be_off(model):
+        # Unasked, a reasoning model reasons: "off" is said, in the model's own word for it.
+        body["reasoning"] = {"effort": mapped_level(model, "off") or "none"}
 
 
 # --- the response -------------------------------------------------------------------------------
