@@ -90,6 +90,12 @@ MAPS: tuple[dict[str, str | None] | None, ...] = (
     {"off": None},  # always reasons
     {"off": "minimal", "minimal": None, "xhigh": "max"},  # its own words, a level it lacks
 )
+PROVIDERS = {
+    "openai-completions": "groq",
+    "openai-responses": "openai",
+    "anthropic-messages": "anthropic",
+}
+"""The provider of each API's model, as ``reasoning.mjs`` has it."""
 REASONING_KEYS = (
     "reasoning_effort",
     "reasoning",
@@ -130,9 +136,7 @@ def our_body(case: dict[str, Any]) -> dict[str, Any]:
     model = Model(
         "m1",
         api=case["api"],
-        provider={"openai-completions": "groq", "anthropic-messages": "anthropic"}.get(
-            case["api"], "openai"
-        ),
+        provider=PROVIDERS[case["api"]],
         base_url="http://127.0.0.1:9/v1",
         reasoning=True,
         context_window=200_000,

@@ -8,7 +8,7 @@ nearest weaker one, so ``"minimal"`` asks a model without it for ``"low"``, not 
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, get_args
 
 from ._messages import Model, ThinkingLevel
 
@@ -20,15 +20,7 @@ __all__ = [
     "thinking_can_be_off",
 ]
 
-THINKING_LEVELS: Final[tuple[ThinkingLevel, ...]] = (
-    "off",
-    "minimal",
-    "low",
-    "medium",
-    "high",
-    "xhigh",
-    "max",
-)
+THINKING_LEVELS: Final[tuple[ThinkingLevel, ...]] = get_args(ThinkingLevel)
 """Every thinking level, weakest first."""
 
 _NAMED_ONLY: Final = frozenset({"xhigh", "max"})

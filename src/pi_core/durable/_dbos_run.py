@@ -189,10 +189,8 @@ class DurableRun:
         config = self._config()
         if self.compactor is not None:
             signal = self.controller.signal
-            compactor = self.compactor
-            return await compactor.run(
-                prompts, context, config, self._emit, signal, self._resolve_held
-            )
+            resolve = self._resolve_held
+            return await self.compactor.run(prompts, context, config, self._emit, signal, resolve)
         if prompts:
             new = await run_agent_loop(
                 prompts, context, config, self._emit, signal=self.controller.signal

@@ -35,14 +35,14 @@ Mapping:
 * Thinking, for a ``model.reasoning`` model: with ``options.reasoning`` a level, models whose
   ``compat.force_adaptive_thinking`` is true (the catalogue's Opus and Sonnet 4.6 and later)
   think adaptively (``thinking: {type: "adaptive"}`` and ``output_config.effort``: the word
-  the model's ``thinking_level_map`` has for the level, else low / medium / high), older models with that level's token budget
-  (:data:`DEFAULT_THINKING_BUDGETS`, overridden per level by ``options.thinking_budgets``;
-  ``max_tokens`` grows by the budget, capped at ``model.max_tokens``) and the
-  ``interleaved-thinking-2025-05-14`` beta header, so they may think between tool calls. With
+  the model's ``thinking_level_map`` has for the level, else low / medium / high), older
+  models with that level's token budget (:data:`DEFAULT_THINKING_BUDGETS`, overridden per
+  level by ``options.thinking_budgets``; ``max_tokens`` grows by the budget, capped at
+  ``model.max_tokens``) and the ``interleaved-thinking-2025-05-14`` beta header, so they may
+  think between tool calls. With
   no level (or ``"off"``) thinking is sent as ``{type: "disabled"}``, unless the model's map
-  rules ``off`` out (it always thinks). ``temperature`` is sent
-  only without thinking, which the API requires, and not to a model whose
-  ``compat.supports_temperature`` is false.
+  rules ``off`` out (it always thinks). ``temperature`` is sent only without thinking, which
+  the API requires, and not to a model whose ``compat.supports_temperature`` is false.
 * Tools stream their arguments as they are written (``eager_input_streaming``; a server whose
   ``model.compat.supports_eager_tool_input_streaming`` is false gets the fine-grained tool
   streaming beta header instead).
