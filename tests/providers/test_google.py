@@ -37,6 +37,7 @@ from pi_core import (
     stream_simple,
 )
 from pi_core import _http as http
+from pi_core.models import ModelNotFoundError, get_model
 from pi_core.providers import google
 from pi_core.providers._google_convert import SKIP_SIGNATURE
 
@@ -188,18 +189,38 @@ async def test_request_url_headers_and_body() -> None:
         ("gemini-2.5-flash-lite", "minimal", {"includeThoughts": True, "thinkingBudget": 512}),
         ("gemini-2.5-flash", "xhigh", {"includeThoughts": True, "thinkingBudget": 24576}),
         ("gemini-exp", "low", {"includeThoughts": True, "thinkingBudget": -1}),
-        ("gemini-3-pro-preview", None, {"thinkingLevel": "LOW"}),
-        ("gemini-3-pro-preview", "medium", {"includeThoughts": True, "thinkingLevel": "HIGH"}),
+        # Gemini 3 and later take a level, and the catalogue's map says which: these always
+        # think (off is their lowest level), and 3.1 Pro has no minimal.
+        ("gemini-3.1-pro-preview", None, {"thinkingLevel": "LOW"}),
+        ("gemini-3.1-pro-preview", "minimal", {"includeThoughts": True, "thinkingLevel": "LOW"}),
+        ("gemini-3.1-pro-preview", "xhigh", {"includeThoughts": True, "thinkingLevel": "HIGH"}),
         ("gemini-3-flash-preview", "off", {"thinkingLevel": "MINIMAL"}),
         ("gemini-3-flash-preview", "medium", {"includeThoughts": True, "thinkingLevel": "MEDIUM"}),
+        ("gemma-4-by-hand", None, {"thinkingBudget": 0}),  # no map: it may stop thinking
     ],
 )
 async def test_thinking_settings(
     model_id: str, level: ThinkingLevel | None, expected: dict[str, Any] | None
 ) -> None:
+    levels = catalogue_levels(model_id)
+    model = attrs.evolve(MODEL, id=model_id, thinking_level_map=levels)
     options = StreamOptions(api_key="k", reasoning=level)
-    _, request = await run(TEXT_BODY, options=options, model=attrs.evolve(MODEL, id=model_id))
+    _, request = await run(TEXT_BODY, options=options, model=model)
     assert sent(request).get("generationConfig", {}).get("thinkingConfig") == expected
+
+
+def catalogue_levels(model_id: str) -> dict[str, str | None] | None:
+    """The catalogue's thinking-level map of a Gemini model (none for one it lacks)."""
+    try:
+        return get_model("google", model_id).thinking_level_map
+    except ModelNotFoundError:
+        return None
+
+
+async def test_a_map_word_gemini_does_not_take_is_a_clear_error() -> None:
+    model = attrs.evolve(MODEL, id="gemini-3-flash-preview", thinking_level_map={"high": "max"})
+    with pytest.raises(ValueError, match="maps thinking level 'high' to 'max', which Gemini"):
+        google._body(model, Context(None, [UserMessage("hi")]), StreamOptions(reasoning="high"))
 
 
 async def test_budget_overrides_and_models_without_reasoning() -> None:

@@ -30,17 +30,20 @@ Mapping:
   the 200 status are errors too, and so is a stream that ends without a ``finishReason``.
 * Usage: ``promptTokenCount`` less ``cachedContentTokenCount`` is input, the cached tokens are
   cache reads, ``candidatesTokenCount`` plus ``thoughtsTokenCount`` is output.
-* Thinking, for a reasoning model: with ``options.reasoning`` the thoughts are included and
-  Gemini 3 gets a ``thinkingLevel`` (Pro: ``LOW`` / ``HIGH``), Gemini 2.5 a ``thinkingBudget``
-  (``options.thinking_budgets`` per level, else :func:`thinking_budget`'s defaults); without it
-  thinking is turned down as far as the model allows (off for 2.5 Flash, ``LOW`` / ``MINIMAL``
-  for Gemini 3, the model's own setting for 2.5 Pro, which always thinks).
+* Thinking, for a reasoning model: with ``options.reasoning`` the thoughts are included, and
+  the level the model takes nearest to it (in its ``thinking_level_map``'s words) becomes a
+  ``thinkingLevel`` for the models :func:`uses_thinking_level` names (Gemini 3 and later), a
+  ``thinkingBudget`` for the others (``options.thinking_budgets`` per level, else
+  :func:`thinking_budget`'s defaults); without it thinking is turned down as far as the model
+  allows (a budget of 0, or the lowest level of a model that always thinks, or the model's own
+  setting for 2.5 Pro, which refuses a budget of 0).
 * Tool parameters are cut to the JSON Schema subset Gemini accepts (see ``_gemini_schema``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
@@ -53,6 +56,7 @@ from .._events import AssistantMessageEvent
 from .._messages import Context, Model, StopReason, TextContent, ThinkingContent, ToolCall
 from .._options import StreamOptions
 from .._registry import unregister_provider
+from .._thinking import clamp_thinking_level, mapped_level
 from ._common import (
     RequestSpec,
     StreamFailure,
@@ -64,7 +68,7 @@ from ._common import (
     transcript_context,
     user_agent,
 )
-from ._google_convert import convert_contents, convert_system, convert_tools, is_gemini_3
+from ._google_convert import convert_contents, convert_system, convert_tools
 from ._output_cap import output_cap
 from ._partial import PartialMessage
 from ._tool_choice import gemini_tool_config
@@ -77,6 +81,7 @@ __all__ = [
     "stream_google",
     "thinking_budget",
     "unregister",
+    "uses_thinking_level",
 ]
 
 API = "google-generative-ai"
@@ -142,10 +147,10 @@ def unregister() -> None:
 
 
 def thinking_budget(model: Model, level: str, budgets: Mapping[str, int] | None = None) -> int:
-    """The ``thinkingBudget`` of a Gemini 2.5 model at ``level`` (``xhigh`` counts as ``high``):
-    ``budgets[level]`` when given, else the model family's default, else -1 (the model decides).
-    """
-    level = "high" if level == "xhigh" else level
+    """The ``thinkingBudget`` of a Gemini 2.5 model at ``level`` (``xhigh`` and ``max`` count as
+    ``high``): ``budgets[level]`` when given, else the model family's default, else -1 (the model
+    decides)."""
+    level = "high" if level in ("xhigh", "max") else level
     if budgets and level in budgets:
         return int(budgets[level])
     for family, defaults in _BUDGETS.items():  # the most specific family comes first
@@ -203,21 +208,50 @@ def _thinking_config(model: Model, options: StreamOptions) -> dict[str, Any] | N
     if not model.reasoning:
         return None
     level = options.reasoning
-    name = model.id.lower()
-    if level is None or level == "off":
-        if is_gemini_3(model):
-            return {"thinkingLevel": "LOW" if "pro" in name else "MINIMAL"}
-        return None if "2.5-pro" in name else {"thinkingBudget": 0}
-    if is_gemini_3(model):
-        return {"includeThoughts": True, "thinkingLevel": _thinking_level(name, level)}
-    budget = thinking_budget(model, level, options.thinking_budgets)
+    asked = None if level is None or level == "off" else clamp_thinking_level(model, level)
+    if asked is None or asked == "off":
+        return _thinking_off(model)
+    google_level = _google_level(model, asked)
+    if uses_thinking_level(model):
+        return {"includeThoughts": True, "thinkingLevel": google_level.upper()}
+    budget = thinking_budget(model, google_level, options.thinking_budgets)
     return {"includeThoughts": True, "thinkingBudget": budget}
 
 
-def _thinking_level(name: str, level: str) -> str:
-    if "pro" in name:
-        return "LOW" if level in ("minimal", "low") else "HIGH"
-    return "HIGH" if level == "xhigh" else level.upper()
+def _thinking_off(model: Model) -> dict[str, Any] | None:
+    """Thinking turned down as far as the model allows: its lowest level where it always
+    thinks, else a budget of 0 (2.5 Pro, which refuses 0, keeps its own setting)."""
+    if not uses_thinking_level(model):
+        return None if "2.5-pro" in model.id.lower() else {"thinkingBudget": 0}
+    lowest = clamp_thinking_level(model, "off")
+    if lowest == "off":
+        return {"thinkingBudget": 0}
+    return {"thinkingLevel": _google_level(model, lowest).upper()}
+
+
+def _google_level(model: Model, level: str) -> str:
+    """``minimal`` … ``high``: the level, or the model's map's word for it."""
+    word = (mapped_level(model, level) or level).lower()
+    if word not in _GOOGLE_LEVELS:
+        raise ValueError(
+            f"{model.provider}/{model.id} maps thinking level {level!r} to {word!r}, "
+            f"which Gemini does not take (it takes {', '.join(_GOOGLE_LEVELS)})"
+        )
+    return word
+
+
+def uses_thinking_level(model: Model) -> bool:
+    """True for the models that take a ``thinkingLevel`` rather than a ``thinkingBudget``:
+    Gemini 3 Pro and Flash and later, the ``-latest`` Flash aliases and Gemma 4."""
+    name = model.id.lower()
+    return _THINKING_LEVEL_MODELS.search(name) is not None or name in _LATEST_FLASH
+
+
+_GOOGLE_LEVELS = ("minimal", "low", "medium", "high")
+_THINKING_LEVEL_MODELS = re.compile(
+    r"gemini-3(?:\.\d+)?-(?:pro|flash)|gemini-(?:[4-9]|[1-9]\d)|gemma-?4"
+)
+_LATEST_FLASH = frozenset({"gemini-flash-latest", "gemini-flash-lite-latest"})
 
 
 # --- the response -------------------------------------------------------------------------------
