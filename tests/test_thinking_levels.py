@@ -12,13 +12,14 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import attrs
 import pytest
 
 from node_interop import INTEROP, NODE_DEADLINE
 from pi_core import Context, Model, ModelCompat, StreamOptions, UserMessage
+from pi_core._compat import ThinkingFormat
 from pi_core.models import (
     clamp_thinking_level,
     get_model,
@@ -88,7 +89,7 @@ def test_every_catalogue_model_takes_the_levels_pi_ai_gives_it(node: str) -> Non
     assert clamp_thinking_level(get_model("openai", "gpt-5.1"), "minimal") == "low"
 
 
-FORMATS = ("openai", "zai", "qwen", "qwen-chat-template", "deepseek", "openrouter")
+FORMATS = get_args(ThinkingFormat)
 LEVELS = (None, "minimal", "medium", "xhigh", "max")
 MAPS: tuple[dict[str, str | None] | None, ...] = (
     None,

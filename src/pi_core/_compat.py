@@ -65,8 +65,10 @@ class ModelCompat:
     thinking_format: ThinkingFormat | None = None
     """How reasoning is switched on: ``reasoning_effort`` (openai), ``reasoning: {effort}``
     (openrouter), ``thinking: {type}`` plus ``reasoning_effort`` (deepseek, and zai with
-    ``clear_thinking: false``), ``enable_thinking`` (qwen) or
-    ``chat_template_kwargs.enable_thinking`` (qwen-chat-template)."""
+    ``clear_thinking: false``), ``enable_thinking`` (qwen),
+    ``chat_template_kwargs.enable_thinking`` (qwen-chat-template), ``reasoning: {enabled}``
+    plus ``reasoning_effort`` (together), ``reasoning: {effort}`` in the model's map's words
+    only (ant-ling), or ``reasoning_effort`` in the map's words, also for off (baseten)."""
     open_router_routing: dict[str, Any] | None = attrs.field(default=None, hash=False)
     """OpenRouter's provider routing preferences, sent as ``provider``."""
     vercel_gateway_routing: dict[str, Any] | None = attrs.field(default=None, hash=False)

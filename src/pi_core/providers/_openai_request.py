@@ -117,12 +117,35 @@ def _add_reasoning(body: Wire, model: Model, options: StreamOptions, compat: Mod
         elif thinking_can_be_off(model):
             body["reasoning"] = {"effort": mapped_level(model, "off") or "none"}
         return
+    elif fmt == "ant-ling" and level is not None:
+        if (word := mapped_level(model, level)) is not None:
+            body["reasoning"] = {"effort": word}  # only in the model's own words
+        return
+    elif fmt == "together":
+        body["reasoning"] = {"enabled": level is not None}
+    elif fmt == "baseten":
+        _add_baseten_effort(body, model, level, compat)
+        return
     if not compat.supports_reasoning_effort:
         return
     if effort is not None:
         body["reasoning_effort"] = effort
-    elif fmt == "openai" and (off := mapped_level(model, "off")) is not None:
+    elif fmt in ("openai", "ant-ling") and (off := mapped_level(model, "off")) is not None:
         body["reasoning_effort"] = off  # the model's own word for thinking off
+
+
+def _add_baseten_effort(body: Wire, model: Model, level: str | None, compat: ModelCompat) -> None:
+    """Baseten's ``reasoning_effort``: the map's word for the level (for ``off`` without one),
+    the level itself where the map does not name it, nothing where the map rules it out."""
+    if not compat.supports_reasoning_effort:
+        return
+    key = level or "off"
+    levels = model.thinking_level_map or {}
+    if key not in levels:
+        if level is not None:
+            body["reasoning_effort"] = level
+    elif isinstance(word := levels[key], str):
+        body["reasoning_effort"] = word
 
 
 def _disabled() -> Wire:
