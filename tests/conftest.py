@@ -41,6 +41,7 @@ _DURABLE_ON_SQLITE = (
     "tests/durable/test_durable_crash.py::",
     "tests/durable/test_durable_subagent.py::",
     "tests/durable/test_durable_recording.py::",
+    "tests/durable/test_durable_output.py::",
     "tests/durable/test_cli_runs_output.py::",
     "tests/durable/test_durable_outages.py::test_a_call_on_a_sqlite_file_locked_by_another_process_is_bounded",
     "tests/durable/test_bench_durable_smoke.py::",
@@ -49,17 +50,15 @@ _DURABLE_ON_SQLITE = (
     "tests/test_docs_snippets.py::test_snippet_runs[docs/durable.md",
     "tests/ui/test_web_page.py::test_a_durable_run",
 )
-_DURABLE_ON_BOTH = (
-    "tests/durable/test_durable_replay_policy.py::",
-    "tests/durable/test_durable_stop.py::",
-)
-"""Tests that run on SQLite and on Postgres: only their SQLite cases (``[sqlite]``) are skipped."""
+"""Tests that run durable runs on a SQLite file of their own."""
 
 
-def _needs_dbos_on_sqlite(nodeid: str) -> bool:
-    if nodeid.startswith(_DURABLE_ON_SQLITE):
+def _needs_dbos_on_sqlite(item: pytest.Item) -> bool:
+    """A test of the list, or the SQLite case of a test on both databases (``database_url``)."""
+    if item.nodeid.startswith(_DURABLE_ON_SQLITE):
         return True
-    return nodeid.startswith(_DURABLE_ON_BOTH) and nodeid.endswith("[sqlite]")
+    callspec = getattr(item, "callspec", None)
+    return callspec is not None and callspec.params.get("database_url") == "sqlite"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -69,7 +68,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         reason=f"dbos on Python 3.12+ needs SQLite >= 3.42; this Python has {sqlite3.sqlite_version}"
     )
     for item in items:
-        if _needs_dbos_on_sqlite(item.nodeid):
+        if _needs_dbos_on_sqlite(item):
             item.add_marker(skip)
 
 
