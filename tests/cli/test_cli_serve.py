@@ -81,8 +81,27 @@ def test_serve_proxy_listens_with_a_large_backlog(args: list[str], backlog: int)
         assert match is not None
         found = listen_backlog(int(match.group(1)))
         server.interrupt()
-        assert server.finish() == 0
+        assert server.finish() == 0, server.output
     assert found == backlog
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_serve_proxy_stops_gracefully_on_a_ctrl_c_sent_while_it_binds(backend: str) -> None:
+    """The first line announces Ctrl-C; from then on it stops the server cleanly, even before
+    hypercorn has bound the port and waits for it."""
+    with LiveCli(
+        "serve-proxy",
+        "--port",
+        "0",
+        "--backend",
+        backend,
+        env={"PI_CORE_PROXY_TOKEN": "t"},
+        merge_stderr=True,
+    ) as server:
+        server.wait_for("Ctrl-C stops")
+        server.interrupt()
+        assert server.finish() == 0, server.output
+    assert "Traceback" not in server.output
 
 
 def test_serve_proxy_rejects_a_backlog_below_one() -> None:

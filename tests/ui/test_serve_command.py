@@ -13,7 +13,7 @@ from ui.browser import served_page
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 
-from _cli_process import run_cli
+from _cli_process import LiveCli, run_cli
 
 RUN_INPUT = {
     "threadId": "t1",
@@ -49,3 +49,11 @@ def test_serve_refuses_an_unset_token_variable() -> None:
     done = run_cli("serve", "--port", "0", "--token-env", "UI_TOKEN_UNSET")
     assert done.returncode == 2
     assert "UI_TOKEN_UNSET" in done.stderr
+
+
+def test_serve_stops_gracefully_on_a_ctrl_c_sent_while_it_binds() -> None:
+    with LiveCli("serve", "--port", "0", merge_stderr=True) as server:
+        server.wait_for("Ctrl-C stops")
+        server.interrupt()
+        assert server.finish() == 0, server.output
+    assert "Traceback" not in server.output

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import anyio
 
@@ -17,7 +17,7 @@ __all__ = [
     "EXIT_USAGE",
     "RunInterrupter",
     "open_interrupts",
-    "wait_for_stop_signal",
+    "stop_signals",
 ]
 
 EXIT_OK = 0
@@ -45,13 +45,23 @@ def open_interrupts(*also: signal.Signals) -> Iterator[AsyncIterator[signal.Sign
         yield receiver
 
 
-async def wait_for_stop_signal() -> None:
-    """Return at the first SIGINT or SIGTERM: a server's cue for a graceful shutdown."""
+@contextlib.contextmanager
+def stop_signals() -> Iterator[Callable[[], Awaitable[None]]]:
+    """Receive SIGINT and SIGTERM from here on; yield the wait for the first one: a server's cue
+    for a graceful shutdown.
+
+    A signal that arrives before the wait begins (while the server binds, say) is kept for it,
+    so a server that has announced its address never dies of a Ctrl-C sent at once.
+    """
     with open_interrupts(signal.SIGTERM) as signals:
-        if signals is None:  # no signal receiver here: Ctrl-C raises KeyboardInterrupt instead
-            await anyio.sleep_forever()
-        else:
-            await signals.__anext__()
+
+        async def stopped() -> None:
+            if signals is None:  # no signal receiver here: Ctrl-C raises KeyboardInterrupt instead
+                await anyio.sleep_forever()
+            else:
+                await signals.__anext__()
+
+        yield stopped
 
 
 class RunInterrupter:

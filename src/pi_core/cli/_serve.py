@@ -16,7 +16,7 @@ import attrs
 from .. import Model, stream_simple
 from ..lowlevel import BUILT_IN_PROVIDERS, install_hint
 from ._demo import DEMO_API, DemoModel
-from ._interrupt import wait_for_stop_signal
+from ._interrupt import stop_signals
 from ._setup import UsageError
 
 __all__ = [
@@ -77,9 +77,13 @@ async def serve_proxy(
     app = _make_app(token)
     config = hypercorn_config(host, port, backlog)
     serve = hypercorn_serve(backend)
-    # hypercorn logs the address once bound (the real port, when asked for port 0).
-    print("pi-core proxy: POST /api/stream with the bearer token; Ctrl-C stops", file=sys.stderr)
-    await serve(app, config, shutdown_trigger=wait_for_stop_signal)
+    with stop_signals() as stopped:
+        # From here Ctrl-C stops gracefully. hypercorn logs the address once bound (the real
+        # port, when asked for port 0).
+        print(
+            "pi-core proxy: POST /api/stream with the bearer token; Ctrl-C stops", file=sys.stderr
+        )
+        await serve(app, config, shutdown_trigger=stopped)
 
 
 def _make_app(token: str) -> Any:

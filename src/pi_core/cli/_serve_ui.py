@@ -16,7 +16,7 @@ from typing import Any
 
 from .. import Agent
 from ..lowlevel import install_hint
-from ._interrupt import wait_for_stop_signal
+from ._interrupt import stop_signals
 from ._serve import DEFAULT_HOST, hypercorn_config, hypercorn_serve
 from ._setup import AgentSettings, UsageError, build_agent
 from ._worker import add_db_option, import_durable, load_agents
@@ -65,16 +65,18 @@ async def serve_ui_command(args: argparse.Namespace) -> int:
         ) from None
     factory = _factory(args.agent)
     token = _token(args.token_env)
-    async with AsyncExitStack() as stack:
-        runs = None
-        if args.db:
-            runs = await stack.enter_async_context(import_durable().DurableRuns(args.db))
-        app = web_app(agent_factory=factory, runs=runs, auth_token=token)
-        config = hypercorn_config(args.host, args.port)
-        serve = hypercorn_serve(args.backend)
-        # hypercorn logs the address once bound (the real port, when asked for port 0).
-        print("pi-core serve: the run viewer page at / ; Ctrl-C stops", file=sys.stderr)
-        await serve(app, config, shutdown_trigger=wait_for_stop_signal)
+    with stop_signals() as stopped:
+        async with AsyncExitStack() as stack:
+            runs = None
+            if args.db:
+                runs = await stack.enter_async_context(import_durable().DurableRuns(args.db))
+            app = web_app(agent_factory=factory, runs=runs, auth_token=token)
+            config = hypercorn_config(args.host, args.port)
+            serve = hypercorn_serve(args.backend)
+            # Ctrl-C stops gracefully from the first line on. hypercorn logs the address once
+            # bound (the real port, when asked for port 0).
+            print("pi-core serve: the run viewer page at / ; Ctrl-C stops", file=sys.stderr)
+            await serve(app, config, shutdown_trigger=stopped)
     return 0
 
 

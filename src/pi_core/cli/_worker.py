@@ -17,7 +17,7 @@ from types import ModuleType
 from typing import Any
 
 from ..lowlevel import install_hint
-from ._interrupt import EXIT_ERROR, EXIT_OK, wait_for_stop_signal
+from ._interrupt import EXIT_ERROR, EXIT_OK, stop_signals
 from ._setup import UsageError
 
 __all__ = [
@@ -149,18 +149,19 @@ async def worker_command(args: argparse.Namespace) -> int:
         return report_error(exc)
     _log_runs_to_stderr()
     try:
-        async with durable.open_worker(
-            agents,
-            database_url,
-            executor_id=args.executor_id,
-            concurrency=args.concurrency,
-            app_version=args.app_version,
-            **_limits(args),
-        ):
-            names = ", ".join(agents.names) or "no agents"
-            ready = _READY.format(executor_id=args.executor_id, target=args.target, names=names)
-            print(ready, file=sys.stderr, flush=True)
-            await wait_for_stop_signal()
+        with stop_signals() as stopped:
+            async with durable.open_worker(
+                agents,
+                database_url,
+                executor_id=args.executor_id,
+                concurrency=args.concurrency,
+                app_version=args.app_version,
+                **_limits(args),
+            ):
+                names = ", ".join(agents.names) or "no agents"
+                ready = _READY.format(executor_id=args.executor_id, target=args.target, names=names)
+                print(ready, file=sys.stderr, flush=True)
+                await stopped()
     except (durable.DurableError, ValueError) as exc:
         return report_error(exc)
     print(f"pi-core worker {args.executor_id}: stopped", file=sys.stderr)
