@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -121,8 +122,11 @@ def database_without_tables(request: pytest.FixtureRequest, tmp_path: Path) -> s
         url: str = request.getfixturevalue("postgres_url")
         return url
     path = tmp_path / "other.sqlite"
-    with sqlite3.connect(path) as connection:
+    # The connection's own context manager only commits; closing() closes it, which Python 3.13
+    # checks when the object is collected (an unclosed one warns during some later test).
+    with closing(sqlite3.connect(path)) as connection:
         connection.execute("CREATE TABLE notes (text TEXT)")
+        connection.commit()
     return f"sqlite:///{path}"
 
 
