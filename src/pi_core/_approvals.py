@@ -78,7 +78,7 @@ def unanswered_calls(messages: Sequence[AgentMessage]) -> list[ToolCall]:
 
 
 def pending_tool_calls(
-    messages: Sequence[AgentMessage], tools: Iterable[Any] = ()
+    messages: Sequence[AgentMessage], tools: Iterable[AgentTool] = ()
 ) -> list[PendingToolCall]:
     """The calls of ``messages`` waiting for a decision: those of the last assistant reply that
     have no result.
@@ -93,8 +93,8 @@ def pending_tool_calls(
         by_name.setdefault(tool.name, tool)  # the first tool of a name wins, as in a batch
     pending = []
     for call in unanswered_calls(messages):
-        tool = by_name.get(call.name)
-        args, reason = (call.arguments, None) if tool is None else _asked_again(tool, call)
+        known = by_name.get(call.name)
+        args, reason = (call.arguments, None) if known is None else _asked_again(known, call)
         pending.append(PendingToolCall(call.id, call.name, args, reason))
     return pending
 

@@ -6,9 +6,10 @@ from typing import Any, Literal
 
 import attrs
 
-__all__ = ["MaxTokensField", "ModelCompat", "ThinkingFormat"]
+__all__ = ["MaxTokensField", "ModelCompat", "SessionAffinityFormat", "ThinkingFormat"]
 
 MaxTokensField = Literal["max_completion_tokens", "max_tokens"]
+SessionAffinityFormat = Literal["openai", "openai-nosession", "openrouter"]
 ThinkingFormat = Literal[
     "openai",
     "openrouter",
@@ -90,6 +91,11 @@ class ModelCompat:
     # --- OpenAI Responses -----------------------------------------------------------------------
     send_session_id_header: bool | None = None
     """Send ``StreamOptions.session_id`` as the ``session-id`` header while caching is on."""
+    session_affinity_format: SessionAffinityFormat | None = None
+    """How the session id routes a session's requests to one cache: ``"openai"`` (the
+    ``session-id`` and ``x-client-request-id`` headers), ``"openai-nosession"`` (only
+    ``x-client-request-id``) or ``"openrouter"`` (``x-session-id``); detected from the provider
+    and address by default."""
     supports_max_output_tokens: bool | None = None
     """The server takes ``max_output_tokens`` (default true)."""
 
@@ -105,6 +111,9 @@ class ModelCompat:
     """The model thinks adaptively, with an effort level, instead of with a token budget."""
     supports_strict_tools: bool | None = None
     """Tool definitions may ask for strict schema adherence (``strict: true``)."""
+    supports_mid_convo_effort: bool | None = None
+    """The model takes a change of effort mid-conversation (the newest Claude models); such a
+    model is sent no ``temperature``."""
     supports_eager_tool_input_streaming: bool | None = None
     """Tools carry ``eager_input_streaming: true``; when false, the fine-grained tool streaming
     beta header is sent instead (default true)."""

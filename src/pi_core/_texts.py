@@ -93,6 +93,14 @@ DISTRIBUTION = "pi-agent-core-py"
 """The name pi_core is installed under (``pi-core`` is an unrelated distribution)."""
 
 
+def installed_version() -> str:
+    """The installed pi_core's version, or ``"unknown"`` in a source tree never installed."""
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def install_hint(extra: str) -> str:
     """The pip command that adds ``extra`` to this installation of pi_core.
 

@@ -20,7 +20,7 @@ the pieces it may use, kept as stable as the rest of the public API:
   :data:`COMPACTION_SUMMARY` (how a compaction's summary is put to the model),
   :data:`OVERFLOW_AFTER_COMPACTION` (a run whose context overflowed again after compacting),
   :func:`exception_text`, :func:`clip`, which shortens a text for display, and
-  :func:`install_hint`, the pip command that adds an extra.
+  :func:`install_hint`, the pip command that adds an extra, and :func:`installed_version`.
 * The compaction of a run, for an engine that makes it a step of its own: :func:`compaction_due`
   says whether a policy's threshold is passed, :func:`summarise_for_run` asks for the summary as
   a run does, and :func:`apply_compaction` gives the compacted transcript and logs the
@@ -94,6 +94,7 @@ from ._texts import (
     clip,
     exception_text,
     install_hint,
+    installed_version,
     tool_call_denied_text,
     tool_timed_out_text,
 )
@@ -137,6 +138,7 @@ __all__ = [  # noqa: RUF022 - in plain sorted order, which the public-API test c
     "http_failure_text",
     "initial_system_message",
     "install_hint",
+    "installed_version",
     "limits_left",
     "now_ms",
     "provider_transcript",

@@ -7,6 +7,7 @@ import pytest
 from pi_core.cli._setup import AgentSettings, connect
 from pi_core.models import get_model
 from pi_core.providers import anthropic, google, openai, openai_responses
+from pi_core.providers._openai_compat import resolve_compat
 
 
 def test_a_catalogue_model_comes_with_its_api_prices_and_key(
@@ -72,3 +73,25 @@ def test_google_models_use_the_gemini_key(monkeypatch: pytest.MonkeyPatch) -> No
     connection = connect(AgentSettings(provider="catalogue", model="google/gemini-2.5-flash"))
     assert connection.stream_fn is google.stream_google
     assert connection.options.api_key == "gm-test"
+
+
+@pytest.mark.parametrize(
+    ("base_url", "provider", "null_content"),
+    [
+        ("http://127.0.0.1:8080/v1", "127.0.0.1", False),  # llama.cpp refuses a null content
+        ("http://localhost:11434/v1", "localhost", False),  # Ollama
+        ("https://api.openai.com/v1", "openai", True),
+        ("https://api.groq.com/openai/v1", "api.groq.com", True),
+    ],
+)
+def test_provider_openai_at_another_address_speaks_that_servers_dialect(
+    monkeypatch: pytest.MonkeyPatch, base_url: str, provider: str, null_content: bool
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "k")  # the key still comes from OpenAI's variable
+    settings = AgentSettings(provider="openai", model="qwen2.5", base_url=base_url)
+    connection = connect(settings)
+    assert connection.model.provider == provider
+    assert connection.options.api_key == "k"
+    compat = resolve_compat(connection.model)
+    assert compat.requires_non_null_assistant_content is not null_content
+    assert compat.supports_developer_role is (provider == "openai")

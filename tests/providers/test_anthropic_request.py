@@ -115,6 +115,11 @@ def test_temperature_is_left_out_for_models_that_refuse_it() -> None:
     options = StreamOptions(api_key="k", temperature=0.3)
     _, body = request_of(claude(compat=ModelCompat(supports_temperature=False)), options)
     assert "temperature" not in body
+    _, body = request_of(claude(compat=ModelCompat(supports_mid_convo_effort=True)), options)
+    assert "temperature" not in body
+    # The catalogue says so of the newest models, as pi-ai 1.6.0's does.
+    fable = get_model("anthropic", "claude-fable-5-1")
+    assert fable.compat is not None and fable.compat.supports_mid_convo_effort
     assert request_of(claude(), options)[1]["temperature"] == 0.3
 
 

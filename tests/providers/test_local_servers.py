@@ -116,6 +116,7 @@ async def test_a_tool_round_with_a_local_server(anyio_backend: str) -> None:
     assert (final.stop_reason, final.content) == ("stop", [TextContent("It is 5.")])
     assert bodies[1]["messages"][2]["content"] == ""
     assert bodies[1]["messages"][2]["tool_calls"][0]["id"] == "call_1"
+    assert bodies[0]["messages"][0]["role"] == "system" and "store" not in bodies[0]
 
 
 async def test_the_stand_in_refuses_null_as_llama_cpp_does(anyio_backend: str) -> None:

@@ -51,6 +51,7 @@ from pi_core import (
 )
 from pi_core import _http as http
 from pi_core._registry import get_provider
+from pi_core.lowlevel import installed_version
 from pi_core.models import get_model
 from pi_core.providers import openai
 from pi_core.testing import check_event_grammar
@@ -194,7 +195,9 @@ async def test_request_url_headers_and_body() -> None:
     assert str(request.url) == "https://llm.example/v1/chat/completions"
     assert request.headers["authorization"] == "Bearer sk-test"
     assert request.headers["content-type"] == "application/json"
-    assert request.headers["user-agent"].startswith("pi_core/")
+    # The installed version, by the distribution's own name (never "unknown" once installed).
+    assert request.headers["user-agent"].startswith(f"pi_core/{installed_version()} (")
+    assert installed_version() != "unknown"
     assert (request.headers["x-model"], request.headers["x-call"]) == ("m", "c")
     assert json.loads(request.content) == {
         "model": "gpt-test",

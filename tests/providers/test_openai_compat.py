@@ -97,7 +97,8 @@ def test_detection_by_base_url(base_url: str, expected: dict[str, Any]) -> None:
                 "send_session_id_header", "supports_eager_tool_input_streaming",
                 "supports_max_output_tokens", "supports_mid_convo_system_messages",
                 "supports_temperature", "force_adaptive_thinking",
-                "supports_strict_tools", "extra"}  # fmt: skip
+                "supports_strict_tools", "supports_mid_convo_effort",
+                "session_affinity_format", "extra"}  # fmt: skip
     assert all(
         getattr(resolved, f.name) is not None
         for f in attrs.fields(ModelCompat)
@@ -156,6 +157,15 @@ def test_official_api_gets_developer_role_and_store_but_no_strict_false() -> Non
     assert (body["store"], body["max_completion_tokens"]) == (False, 100)
     assert "strict" not in body["tools"][0]["function"]  # off when left out
     assert body["prompt_cache_key"] == "s1"
+
+
+def test_a_long_session_id_is_cut_to_the_cache_key_openai_takes() -> None:
+    session = "é" * 80  # characters, not bytes, as OpenAI counts them
+    options = StreamOptions(api_key="k", session_id=session)
+    _, body = request_of(
+        model("https://api.openai.com/v1"), Context("s", [UserMessage("Hi")]), options
+    )
+    assert body["prompt_cache_key"] == "é" * 64
 
 
 @pytest.mark.parametrize(

@@ -305,6 +305,52 @@ async def test_session_headers_and_compat_settings() -> None:
     assert "prompt_cache_retention" not in sent(request)
 
 
+async def test_a_long_session_id_is_cut_to_the_cache_key_openai_takes() -> None:
+    options = StreamOptions(api_key="k", session_id="s" * 80)
+    _, request = await run(TEXT_BODY, options=options)
+    assert sent(request)["prompt_cache_key"] == "s" * 64
+    assert request.headers["session-id"] == "s" * 80  # the header keeps the whole id
+
+
+@pytest.mark.parametrize(
+    ("provider", "affinity", "headers"),
+    [
+        ("openai", None, {"session-id", "x-client-request-id"}),
+        ("openrouter", None, {"x-session-id"}),
+        ("opencode", "openai-nosession", {"x-client-request-id"}),
+        ("openai", "openrouter", {"x-session-id"}),
+    ],
+)
+async def test_the_session_id_routes_to_one_cache_in_the_servers_own_headers(
+    provider: str, affinity: Any, headers: set[str]
+) -> None:
+    model = attrs.evolve(
+        MODEL, provider=provider, compat=ModelCompat(session_affinity_format=affinity)
+    )
+    _, request = await run(
+        TEXT_BODY, options=StreamOptions(api_key="k", session_id="s"), model=model
+    )
+    affinity_headers = {"session-id", "x-client-request-id", "x-session-id"}
+    assert {name for name in request.headers if name in affinity_headers} == headers
+    assert all(request.headers[name] == "s" for name in headers)
+
+
+def test_the_catalogue_gives_opencode_its_affinity_format() -> None:
+    from pi_core.models import get_model
+
+    compat = get_model("opencode", "gpt-5").compat
+    assert compat is not None and compat.session_affinity_format == "openai-nosession"
+
+
+@pytest.mark.parametrize(("provider", "include"), [("xai", True), ("openai", False)])
+async def test_xai_reasoning_models_always_ask_for_their_reasoning_back(
+    provider: str, include: bool
+) -> None:
+    model = attrs.evolve(MODEL, provider=provider)
+    _, request = await run(TEXT_BODY, model=model)  # no thinking level asked for
+    assert ("include" in sent(request)) is include
+
+
 async def test_no_cache_key_when_caching_is_off() -> None:
     options = StreamOptions(api_key="k", session_id="s", cache_retention="none")
     _, request = await run(TEXT_BODY, options=options)

@@ -146,8 +146,12 @@ def test_lines_the_fast_parser_refuses_are_read_as_json_reads_them(tmp_path: Pat
             [message_entry("a", None), message_entry("b", "nowhere")],
             "line 3 has the parentId 'nowhere', which names no earlier entry",
         ),
+        (
+            [message_entry("a", None), message_entry("b", "a"), message_entry("a", "b")],
+            "line 4 has the id 'a', which an earlier entry has",
+        ),
     ],
-    ids=["its own parent", "a ring of three", "dangling"],
+    ids=["its own parent", "a ring of three", "dangling", "an id used twice"],
 )
 def test_a_parent_id_naming_no_earlier_entry_is_refused(
     tmp_path: Path, entries: list[dict[str, Any]], error: str

@@ -119,6 +119,7 @@ async def test_sub_agents_nest_as_the_protocol_does(ui_node: str, anyio_backend:
     ]
     assert [e["name"] for e in started] == ["research", "research"]
     assert sorted(e["subagentRunId"] for e in started) == sorted(f"{c}/research" for c in calls)
+    assert sorted(e["parentToolCallId"] for e in started) == sorted(calls)
     assert sorted(e["subagentRunId"] for e in finished) == sorted(
         e["subagentRunId"] for e in started
     )
@@ -138,6 +139,13 @@ async def test_sub_agents_nest_as_the_protocol_does(ui_node: str, anyio_backend:
         e["content"] for e in events if e["type"] == "TOOL_CALL_RESULT" and "subagentRunId" not in e
     ]
     assert any("17 * 23 = 391" in text for text in results)
+    # The run's usage counts every turn, the children's as well as its own.
+    turns = customs(events, "pi_core.usage")
+    children = [e for e in events if e.get("name") == "pi_core.usage" and "subagentRunId" in e]
+    assert len(children) >= 2 and len(turns) > len(children)
+    total = sum(turn["usage"]["totalTokens"] for turn in turns)
+    assert events[-1]["type"] == "RUN_FINISHED"
+    assert events[-1]["usage"][0]["totalTokens"] == total
 
 
 @pytest.mark.parametrize("decision", ["approve", "deny"])

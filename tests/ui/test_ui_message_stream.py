@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from contextlib import aclosing
 from typing import Any
 
@@ -13,6 +14,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from asgi_server import serve_on_localhost
+from pi_core import AssistantMessage
 from pi_core.ui import ui_message_stream, ui_message_stream_response
 from ui.ui_support import AgentRecorder, run_node
 
@@ -71,3 +73,27 @@ async def test_the_iterator_form_ends_with_done(anyio_backend: str) -> None:
     assert parts[0].startswith(b'data: {"type": "start"')
     assert parts[-1] == b"data: [DONE]\n\n"
     assert not agent.state.is_streaming
+
+
+async def test_a_sub_agent_streams_its_reply_as_preliminary_output(anyio_backend: str) -> None:
+    agent = AgentRecorder()()
+    chunks: list[dict[str, Any]] = []
+    async with aclosing(ui_message_stream(agent, "research 17 * 23")) as stream:
+        async for part in stream:
+            if part != b"data: [DONE]\n\n":
+                chunks.append(json.loads(part.removeprefix(b"data: ")))
+    [call] = [c for c in chunks if c["type"] == "tool-input-available"]
+    assert call["toolName"] == "research"
+    outputs = [c for c in chunks if c.get("toolCallId") == call["toolCallId"]]
+    preliminary = [c["output"]["text"] for c in outputs if c.get("preliminary")]
+    # The child's reply as it grew: no empty outputs, none repeated, and the child's tool calls
+    # (they are its own business) are not shown as the parent call's output.
+    assert preliminary and all(preliminary) and len(set(preliminary)) == len(preliminary)
+    final = outputs[-1]
+    assert final["type"] == "tool-output-available" and not final.get("preliminary")
+    assert "17 * 23 = 391" in final["output"]["text"]
+    assert preliminary[-1] == final["output"]["text"]  # the child's whole reply, last
+    usage = chunks[-1]["messageMetadata"]["usage"]["totalTokens"]
+    # The parent's own turns and the child's are in the run's usage.
+    own = sum(m.usage.total_tokens for m in agent.messages if isinstance(m, AssistantMessage))
+    assert usage > own

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib.metadata
 import importlib.util
 import io
 import logging
@@ -17,7 +16,7 @@ from typing import Any, TypeVar, get_args
 import anyio
 
 from .. import ThinkingLevel
-from ..lowlevel import install_hint
+from ..lowlevel import install_hint, installed_version
 from ..nursery import ConcurrentTaskError
 from ._chat import chat_command
 from ._interrupt import EXIT_ABORTED, EXIT_ERROR, EXIT_USAGE
@@ -87,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {installed_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     agent_options = _agent_options()
     run = commands.add_parser(
@@ -327,13 +326,6 @@ def _is_broken_pipe(exc: BaseException) -> bool:
         return _is_broken_pipe(exc.group)
     inner: tuple[BaseException, ...] = getattr(exc, "exceptions", ())
     return bool(inner) and all(_is_broken_pipe(sub) for sub in inner)
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("pi-agent-core-py")  # the distribution's name on PyPI
-    except importlib.metadata.PackageNotFoundError:  # running from a source tree
-        return "unknown"
 
 
 def _tolerate_unencodable_output() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from typing import Literal
+from urllib.parse import urlparse
 
 import attrs
 
@@ -38,6 +39,7 @@ __all__ = [
 Provider = Literal["faux", "catalogue", "openai", "anthropic", "proxy"]
 PROVIDERS: tuple[Provider, ...] = ("faux", "catalogue", "openai", "anthropic", "proxy")
 DEFAULT_APIS = {"openai": "openai-completions", "anthropic": "anthropic-messages"}
+OPENAI_API_HOST = "api.openai.com"
 """The api of a model that ``--provider`` names and the catalogue does not have."""
 DEFAULT_PROXY_TOKEN_ENV = "PI_CORE_PROXY_TOKEN"
 DEFAULT_SYSTEM_PROMPT = (
@@ -151,6 +153,7 @@ def _direct(settings: AgentSettings) -> Connection:
     model = _direct_model(settings)
     stream_fn = _stream_fn(model.api)
     key = _api_key(settings.api_key_env or api_key_env(model.provider))
+    model = _own_server(model)
     label = f"{model.id} via {model.api}"
     if model.base_url:
         label += f" at {model.base_url}"
@@ -173,6 +176,16 @@ def _direct_model(settings: AgentSettings) -> Model:
     return attrs.evolve(
         model, api=settings.api or model.api, base_url=settings.base_url or model.base_url
     )
+
+
+def _own_server(model: Model) -> Model:
+    """``--provider openai`` with a ``--base-url`` elsewhere than OpenAI's API names a server of
+    one's own (Ollama, vLLM, llama.cpp …): the model takes the server's host as its provider, so
+    that requests speak what such servers understand (``system`` role, ``max_tokens``, no
+    ``null`` content) or the dialect of the hosted service the address names."""
+    if model.provider != "openai" or not model.base_url or OPENAI_API_HOST in model.base_url:
+        return model
+    return attrs.evolve(model, provider=urlparse(model.base_url).hostname or "local")
 
 
 def _known_or_described(provider: str, model_id: str, reasoning: bool) -> Model:

@@ -49,9 +49,10 @@ from ._record import RecordedClock, encode_message, step_end
 
 __all__ = ["DurableCompactor"]
 
-Emit = Callable[[AgentEvent], Awaitable[None]]
+RunEmit = Callable[[AgentEvent], Awaitable[None]]
+"""The durable run's emit, awaited for each event (not the public, maybe-sync ``Emit``)."""
 ResolveHeld = Callable[
-    [AgentContext, AgentLoopConfig, list[AgentMessage], Emit, Callable[[], list[AgentMessage]]],
+    [AgentContext, AgentLoopConfig, list[AgentMessage], RunEmit, Callable[[], list[AgentMessage]]],
     Awaitable[list[AgentMessage]],
 ]
 """The run's wait for the calls the loop held, and the loop going on from the decisions."""
@@ -78,7 +79,7 @@ class DurableCompactor:
         self.transcript: list[AgentMessage] = []
         """The run's conversation as it stands: compacted by each compaction, then grown by
         each ``message_end``."""
-        self._emit: Emit | None = None
+        self._emit: RunEmit | None = None
         self._signal: AbortSignal | None = None
         self._held_end: AgentEvent | None = None
         self._retrying = False
@@ -90,7 +91,7 @@ class DurableCompactor:
         prompts: Sequence[AgentMessage],
         context: AgentContext,
         config: AgentLoopConfig,
-        emit: Emit,
+        emit: RunEmit,
         signal: AbortSignal,
         resolve_held: ResolveHeld,
     ) -> list[AgentMessage]:

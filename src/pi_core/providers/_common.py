@@ -42,7 +42,7 @@ from .._redact import (
 )
 from .._registry import register_provider
 from .._system import provider_transcript
-from .._texts import REQUEST_ABORTED, clip
+from .._texts import REQUEST_ABORTED, clip, installed_version
 from ._partial import PartialMessage
 from ._sse import SSELimitExceeded, aiter_sse
 
@@ -152,14 +152,19 @@ def user_agent() -> str:
     machine (``pi_core/1.2.0 (linux; python/3.12.3; x86_64)``), so that a provider can tell
     its traffic apart from httpx's or an SDK's."""
     import platform
-    from importlib.metadata import PackageNotFoundError, version
 
-    try:
-        own = version("pi_core")
-    except PackageNotFoundError:  # a source checkout that was never installed
-        own = "unknown"
     system = platform.system().lower() or "unknown"
-    return f"pi_core/{own} ({system}; python/{platform.python_version()}; {platform.machine()})"
+    return f"pi_core/{installed_version()} ({system}; python/{platform.python_version()}; {platform.machine()})"
+
+
+PROMPT_CACHE_KEY_LIMIT = 64
+"""The longest ``prompt_cache_key`` OpenAI takes, in characters."""
+
+
+def prompt_cache_key(session_id: str) -> str:
+    """``session_id`` as an OpenAI ``prompt_cache_key``: cut to the characters OpenAI takes (a
+    longer key is refused)."""
+    return session_id[:PROMPT_CACHE_KEY_LIMIT]
 
 
 def transcript_context(context: Context, *, mid_conversation: bool = False) -> Context:

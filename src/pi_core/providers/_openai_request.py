@@ -8,6 +8,7 @@ from .._compat import ModelCompat
 from .._messages import AssistantMessage, Context, Model, ToolCall, ToolResultMessage
 from .._options import StreamOptions
 from .._thinking import clamp_thinking_level, mapped_level, thinking_can_be_off
+from ._common import prompt_cache_key
 from ._openai_compat import OPENAI_HOST
 from ._openai_convert import convert_messages, convert_tools
 from ._output_cap import output_cap
@@ -29,7 +30,7 @@ def build_body(
     if options.session_id and (
         (OPENAI_HOST in model.base_url and retention != "none") or long_cache
     ):
-        body["prompt_cache_key"] = options.session_id
+        body["prompt_cache_key"] = prompt_cache_key(options.session_id)
     if long_cache:
         body["prompt_cache_retention"] = "24h"
     if compat.supports_usage_in_streaming is not False:

@@ -259,10 +259,14 @@ def _body(model: Model, context: Context, options: StreamOptions) -> dict[str, A
         )
         body["tools"] = convert_tools(context.tools, eager=eager, cache=cache)
     _add_thinking(body, model, options, budget)
+    compat = model.compat
     if (
         not _thinking_on(model, options)
         and options.temperature is not None
-        and (model.compat is None or model.compat.supports_temperature is not False)
+        and (
+            compat is None
+            or (compat.supports_temperature is not False and not compat.supports_mid_convo_effort)
+        )
     ):
         body["temperature"] = options.temperature  # the API refuses it with thinking
     user_id = (options.metadata or {}).get("user_id")

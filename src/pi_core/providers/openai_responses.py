@@ -61,6 +61,7 @@ from ._common import (
     make_usage,
     merge_headers,
     parse_event_json,
+    prompt_cache_key,
     register_stream,
     start_stream,
     transcript_context,
@@ -162,12 +163,21 @@ def _build_request(
 
 
 def _session_headers(model: Model, options: StreamOptions) -> dict[str, str]:
-    """The session id as headers that route the turns of a session to one prompt cache."""
-    if not options.session_id or options.cache_retention == "none":
+    """The session id as headers that route the turns of a session to one prompt cache, in the
+    server's own way (``ModelCompat.session_affinity_format``)."""
+    session = options.session_id
+    if not session or options.cache_retention == "none":
         return {}
-    headers = {"x-client-request-id": options.session_id}
-    if model.compat is None or model.compat.send_session_id_header is not False:
-        headers["session-id"] = options.session_id
+    compat = model.compat
+    affinity = compat.session_affinity_format if compat else None
+    if affinity is None:
+        openrouter = model.provider == "openrouter" or "openrouter.ai" in (model.base_url or "")
+        affinity = "openrouter" if openrouter else "openai"
+    if affinity == "openrouter":
+        return {"x-session-id": session}
+    headers = {"x-client-request-id": session}
+    if affinity == "openai" and (compat is None or compat.send_session_id_header is not False):
+        headers["session-id"] = session
     return headers
 
 
@@ -179,7 +189,7 @@ def _body(model: Model, context: Context, options: StreamOptions) -> dict[str, A
         "store": False,
     }
     if options.cache_retention != "none" and options.session_id:
-        body["prompt_cache_key"] = options.session_id
+        body["prompt_cache_key"] = prompt_cache_key(options.session_id)
     if options.cache_retention == "long" and (
         model.compat is None or model.compat.supports_long_cache_retention is not False
     ):
@@ -212,6 +222,8 @@ def _add_reasoning(body: dict[str, Any], model: Model, level: ThinkingLevel | No
     elif model.provider != "github-copilot" and thinking_can_be_off(model):
         # Unasked, a reasoning model reasons: "off" is said, in the model's own word for it.
         body["reasoning"] = {"effort": mapped_level(model, "off") or "none"}
+    if model.provider == "xai":  # xAI's reasoning models always send their reasoning back
+        body["include"] = ["reasoning.encrypted_content"]
 
 
 # --- the response -------------------------------------------------------------------------------

@@ -212,7 +212,9 @@ class _Reader:
             self._fail(self.number, "is not an entry (a JSON object with a type)")
         entry_id, parent = value.get("id"), value.get("parentId")
         if entry_id is not None and not isinstance(entry_id, str):
-            self._fail(self.number, "has a id that is not a string")
+            self._fail(self.number, "has an id that is not a string")
+        if entry_id in self.by_id:  # a second entry of that id could make the parents a ring
+            self._fail(self.number, f"has the id {entry_id!r}, which an earlier entry has")
         if parent is not None and not (isinstance(parent, str) and parent in self.by_id):
             if not isinstance(parent, str):
                 self._fail(self.number, "has a parentId that is not a string")

@@ -331,12 +331,15 @@ class AgUiMapper:
                     subagent_run_id=run_id,
                     name=forwarded.path[-1],
                     parent_subagent_run_id=parent,
+                    parent_tool_call_id=tool_call_id if parent is None else None,
                     timestamp=self._now(),
                 )
             )
         for mapped in child.map(inner, self._at_ms):
             mapped.subagent_run_id = run_id  # type: ignore[attr-defined]
             events.append(mapped)
+        if inner.type == "turn_end":  # the run's usage includes its sub-agents', at every depth
+            add_usage(self.usage, inner.message.usage)
         if inner.type == "agent_end":
             del self._children[run_id]
             if child.error is not None:

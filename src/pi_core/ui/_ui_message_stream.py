@@ -25,6 +25,7 @@ from .. import (
     AgentMessage,
     AssistantMessage,
     RunResult,
+    SubagentEvent,
     ToolCall,
     UserMessage,
 )
@@ -60,6 +61,7 @@ class UIMessageEncoder:
         self._replied = False
         self._stop_reason = "stop"
         self._error: str | None = None
+        self._child_text: dict[str, str] = {}  # a sub-agent call's id -> its reply so far
 
     def opening(self) -> list[bytes]:
         """``start``, with the assistant message's id."""
@@ -80,13 +82,31 @@ class UIMessageEncoder:
         if kind == "message_end":
             return self._message_end(event.message)  # type: ignore[union-attr]
         if kind == "tool_execution_update":
-            output = {"text": content_text(event.partial_result)}  # type: ignore[union-attr]
-            call_id = event.tool_call_id  # type: ignore[union-attr]
-            part = {"type": "tool-output-available", "toolCallId": call_id, "output": output}
-            return [_part({**part, "preliminary": True})]
+            return self._progress(event.tool_call_id, event.partial_result)  # type: ignore[union-attr]
         if kind == "tool_execution_end":
             return [self._tool_end(event)]
         return []
+
+    def _progress(self, call_id: str, partial: Any) -> list[bytes]:
+        """A running call's output so far, as a preliminary output. A sub-agent's is its own
+        reply as it streams (what the AI SDK shows of an agent used as a tool); its other events
+        (its tools, its turns, its children's) add nothing to that and are left out."""
+        details = partial.details
+        if type(details) is SubagentEvent:
+            inner = details.event
+            if len(details.path) > 1 or inner.type not in ("message_update", "message_end"):
+                return []
+            if not isinstance(inner.message, AssistantMessage):
+                return []
+            text = content_text(inner.message)
+            if not text or text == self._child_text.get(call_id):
+                return []
+            self._child_text[call_id] = text
+        else:
+            text = content_text(partial)
+        output = {"text": text}
+        part = {"type": "tool-output-available", "toolCallId": call_id, "output": output}
+        return [_part({**part, "preliminary": True})]
 
     def _message_start(self, message: AgentMessage) -> list[bytes]:
         if isinstance(message, AssistantMessage):

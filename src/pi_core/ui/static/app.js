@@ -259,7 +259,8 @@ class RunView {
       call.bar.dataset.durationMs = String(value.durationMs);
       this.layout();
     } else if (event.name === "pi_core.usage") {
-      const turn = this.turn;
+      // A sub-agent's turn counts in the totals; the line under the turn is the parent's own.
+      const turn = event.subagentRunId ? null : this.turn;
       if (turn) turn.stats.textContent = `${formatUsage(value.usage)} · ${formatMs(at - turn.start)}`;
       this.totals.input += value.usage.input;
       this.totals.output += value.usage.output;
