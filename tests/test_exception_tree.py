@@ -21,6 +21,7 @@ PACKAGES = [
     "pi_core.mcp",
     "pi_core.durable",
     "pi_core.sessions",
+    "pi_core.lowlevel",
 ]
 
 _LINE = re.compile(r"^    (?P<indent>(?:[│ ]   )*)(?:[├└]── )?(?P<names>\w+(?:, \w+)*)(?:\s{2,}|$)")

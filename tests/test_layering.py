@@ -307,3 +307,11 @@ def test_public_names_and_the_kit_are_allowed_where_the_rule_says() -> None:
     assert len(violations(SRC / "pi_core/durable/_dbos_run.py", kit)) == 2
     # The providers are the core's own provider layer: its internals are theirs to use.
     assert violations(SRC / "pi_core/providers/openai.py", "from .._loop import _Run\n") == []
+
+
+def test_architecture_names_every_engine_seam() -> None:
+    import pi_core.lowlevel
+
+    page = (SRC.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    unnamed = [name for name in pi_core.lowlevel.__all__ if name not in page]
+    assert not unnamed, f"docs/architecture.md does not name these seams: {unnamed}"

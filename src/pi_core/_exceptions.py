@@ -35,9 +35,15 @@ by the ``pi_core`` package named in brackets)::
 
     ConcurrentTaskError                     [nursery] several concurrent tasks failed at once
 
+    ToolCallAborted                        [lowlevel] an engine's tool: its call was aborted
+    RecordedFailure                        [lowlevel] an engine's tool: a failure it recorded
+    ReportedToolError                      [lowlevel] a tool's own error result, logged briefly
+
 :class:`~pi_core.nursery.ConcurrentTaskError` stands outside on purpose: it carries the failures
 of several tasks, of any kind, mistakes of the calling program among them, so it must not be
-caught as a condition to handle (and ``pi_core.nursery`` depends on nothing of pi_core).
+caught as a condition to handle (and ``pi_core.nursery`` depends on nothing of pi_core). The
+three of ``pi_core.lowlevel`` stand outside too: they are no conditions for a program to handle
+but signals a tool raises to the loop, which turns each into the call's result.
 
 A mistake in the calling program is a builtin, as in the standard library, and is not meant to be
 caught but fixed: ``TypeError`` for an argument of the wrong type (or a tool that returns one),
