@@ -243,3 +243,35 @@ def test_stop_from_the_page_finishes_the_turn(page: Any, backend: str) -> None:
         assert page.locator(".bar.done").count() == 3
         assert page.locator(".bar.error").count() == 0
         assert page.locator(".turn").count() == 1
+
+
+def test_a_pending_call_denied_on_the_page_ends_as_an_error(page: Any) -> None:
+    with page_on(page, "ui_agents:approving"):
+        send(page, "delete my notes")
+        wait_status(page, "waiting for approval")
+        call_id = page.locator(".bar.pending").get_attribute("data-tool-call-id")
+        page.click("[data-deny]")
+        wait_status(page, "idle")
+        assert page.locator(".approval").count() == 0
+        # The model was told the call was denied, and why; the call's bar is an error.
+        reply = page.locator(".msg.assistant").last.text_content()
+        assert "delete_file: Tool call denied: denied on the page" in reply
+        assert page.locator(f".bar.error[data-tool-call-id='{call_id}']").count() == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_steering_from_the_page_reaches_the_next_turn(page: Any, backend: str) -> None:
+    with page_on(page, "ui_agents:demo", backend):
+        send(page, "sleep 3 and 6*7")  # time to type while the tools run
+        wait_first_bar(page)
+        page.fill("#input", "keep it short")
+        page.click("#steer")
+        wait_status(page, "idle")
+        log = page.locator(".log").text_content()
+        assert "Steering queued: keep it short" in log
+        # The steering message entered the run after the tools, and the second turn saw it.
+        assert (
+            'You said: "keep it short". Noted.'
+            in page.locator(".msg.assistant").last.text_content()
+        )
+        assert page.locator(".turn").count() == 2
