@@ -154,40 +154,53 @@ def start_terminal_input(
         key_bindings=bindings,
     )
     stopping = threading.Event()
+    posting = threading.Event()  # the reader is in a callback, waiting for the chat's loop
 
     def read() -> None:
         going = True
         while going and not stopping.is_set():
             try:
-                going = on_line(session.prompt("you> "))
+                line: str | None = session.prompt("you> ")
             except KeyboardInterrupt:
-                going = on_interrupt()
+                line = None
             except EOFError:
-                on_end()
+                if not stopping.is_set():  # stop() ended the prompt: the chat knows already
+                    on_end()
                 return
             finally:
                 session.app.erase_when_done = False
+            posting.set()
+            going = on_interrupt() if line is None else on_line(line)
+            posting.clear()
 
     reader = threading.Thread(target=read, name="pi-core chat prompt", daemon=True)
     reader.start()
 
+    app = session.app
+
+    def end() -> None:
+        if app.is_running and app.future is not None and not app.future.done():
+            app.erase_when_done = True
+            app.exit(exception=EOFError())
+
     def stop() -> None:
         stopping.set()
-        app = session.app
-        loop = app.loop
-        if loop is None or not app.is_running:
-            return
-
-        def end() -> None:
-            if app.is_running and not app.future.done():  # type: ignore[union-attr]
-                app.erase_when_done = True
-                app.exit(exception=EOFError())
-
-        loop.call_soon_threadsafe(end)
-        reader.join(_STOP_TIMEOUT)
+        # The reader may be between two prompts (a Ctrl-C's prompt ended, the next one not yet
+        # running): ending only a running prompt would leave the next one on screen, so every
+        # prompt that runs until the reader is gone is ended and erased. A reader in a callback
+        # waits for the chat's loop, which is here: it sees `stopping` when the callback
+        # returns, before any new prompt.
+        deadline = time.monotonic() + _STOP_TIMEOUT
+        while reader.is_alive() and not posting.is_set() and time.monotonic() < deadline:
+            loop = app.loop
+            if loop is not None and app.is_running:
+                loop.call_soon_threadsafe(end)
+            reader.join(_STOP_POLL)
 
     return stop
 
 
 _STOP_TIMEOUT = 2.0
 """How long ``stop()`` waits for the input line to be erased (it takes a redraw)."""
+_STOP_POLL = 0.02
+"""How often ``stop()`` looks again for a prompt to end while the reader goes on."""
