@@ -58,6 +58,9 @@ class ModelCompat:
     requires_non_null_assistant_content: bool | None = None
     """An assistant message that only calls tools carries ``"content": ""`` instead of
     ``null`` (llama.cpp's and other local servers' templates refuse ``null``)."""
+    requires_tools_with_tool_history: bool | None = None
+    """Send ``tools: []`` when the conversation has tool calls but the request no tools (some
+    proxies in front of Anthropic refuse tool calls without tools)."""
     requires_thinking_as_text: bool | None = None
     """Earlier reasoning is sent back as plain text in the assistant message."""
     requires_reasoning_content_on_assistant_messages: bool | None = None
@@ -82,8 +85,9 @@ class ModelCompat:
     """``"anthropic"``: mark the system prompt, the last tool and the last user or assistant
     text with Anthropic's ``cache_control`` (OpenRouter's Anthropic models)."""
     send_session_affinity_headers: bool | None = None
-    """Send ``StreamOptions.session_id`` as the ``session_id``, ``x-client-request-id`` and
-    ``x-session-affinity`` headers while caching is on."""
+    """Send ``StreamOptions.session_id`` in headers while caching is on, as
+    ``session_affinity_format`` says (``session_id``, ``x-client-request-id`` and
+    ``x-session-affinity``; OpenRouter's ``x-session-id``)."""
     supports_long_cache_retention: bool | None = None
     """Cache retention ``"long"`` is honoured (``prompt_cache_retention: "24h"``, or an
     Anthropic ``ttl`` of one hour); default true."""
@@ -92,10 +96,9 @@ class ModelCompat:
     send_session_id_header: bool | None = None
     """Send ``StreamOptions.session_id`` as the ``session-id`` header while caching is on."""
     session_affinity_format: SessionAffinityFormat | None = None
-    """How the session id routes a session's requests to one cache: ``"openai"`` (the
-    ``session-id`` and ``x-client-request-id`` headers), ``"openai-nosession"`` (only
-    ``x-client-request-id``) or ``"openrouter"`` (``x-session-id``); detected from the provider
-    and address by default."""
+    """How the session id routes a session's requests to one cache (Responses and Chat
+    Completions): ``"openai"`` (with the session-id header), ``"openai-nosession"`` (without
+    it) or ``"openrouter"`` (``x-session-id`` alone); detected from the provider and address."""
     supports_max_output_tokens: bool | None = None
     """The server takes ``max_output_tokens`` (default true)."""
 

@@ -97,8 +97,7 @@ def test_detection_by_base_url(base_url: str, expected: dict[str, Any]) -> None:
                 "send_session_id_header", "supports_eager_tool_input_streaming",
                 "supports_max_output_tokens", "supports_mid_convo_system_messages",
                 "supports_temperature", "force_adaptive_thinking",
-                "supports_strict_tools", "supports_mid_convo_effort",
-                "session_affinity_format", "extra"}  # fmt: skip
+                "supports_strict_tools", "supports_mid_convo_effort", "extra"}  # fmt: skip
     assert all(
         getattr(resolved, f.name) is not None
         for f in attrs.fields(ModelCompat)
@@ -237,9 +236,13 @@ def test_thinking_formats(fmt: Any, expected: dict[str, Any]) -> None:
 
 
 def test_empty_tools_when_the_history_has_calls_but_no_tools_are_defined() -> None:
+    # Only for a server that asks for them (some proxies in front of Anthropic), as 1.6.0 does.
     _, body = request_of(model("http://localhost:1/v1"), Context(None, tool_round()))
+    assert "tools" not in body
+    asks = model("http://localhost:1/v1", compat=ModelCompat(requires_tools_with_tool_history=True))
+    _, body = request_of(asks, Context(None, tool_round()))
     assert body["tools"] == []
-    _, plain = request_of(model("http://localhost:1/v1"), Context(None, [UserMessage("Hi")]))
+    _, plain = request_of(asks, Context(None, [UserMessage("Hi")]))
     assert "tools" not in plain
 
 
@@ -326,7 +329,54 @@ async def test_a_served_request_follows_compat_and_normalises_foreign_ids(
         assert final_message(events).stop_reason == "stop"
         sent = server.requests[0].body
     assert (sent["thinking"], sent["reasoning_effort"]) == ({"type": "enabled"}, "high")
-    assert sent["tools"] == []
+    assert "tools" not in sent
     call, result = sent["messages"][1]["tool_calls"][0], sent["messages"][2]
     assert call["id"] == result["tool_call_id"] == "call_abc"
     assert result["name"] == "echo"
+
+
+@pytest.mark.parametrize(
+    ("target", "sent"),
+    [
+        (model("https://openrouter.ai/api/v1"), {"x-session-id"}),
+        (
+            model("https://llm.example/v1", compat=ModelCompat(send_session_affinity_headers=True)),
+            {"session_id", "x-client-request-id", "x-session-affinity"},
+        ),
+        (
+            model(
+                "https://llm.example/v1",
+                compat=ModelCompat(
+                    send_session_affinity_headers=True, session_affinity_format="openai-nosession"
+                ),
+            ),
+            {"x-client-request-id", "x-session-affinity"},
+        ),
+        (model("https://api.openai.com/v1"), set()),
+    ],
+)
+def test_session_affinity_headers_in_the_servers_own_format(target: Model, sent: set[str]) -> None:
+    headers, _ = request_of(
+        target, Context(None, [UserMessage("Hi")]), StreamOptions(api_key="k", session_id="s")
+    )
+    names = {"session_id", "x-client-request-id", "x-session-affinity", "x-session-id"}
+    assert {name for name in headers if name in names} == sent
+
+
+@pytest.mark.parametrize(
+    ("provider", "max_tokens_field", "store"),
+    [
+        ("nvidia", "max_tokens", False),  # known to 1.6.0 as a service of its own dialect
+        ("together", "max_tokens", False),
+        ("huggingface", "max_completion_tokens", True),  # a hosted service: OpenAI's dialect
+    ],
+)
+def test_catalogue_services_get_their_dialect_not_a_local_servers(
+    provider: str, max_tokens_field: str, store: bool
+) -> None:
+    from pi_core.models import get_models
+
+    hosted = next(m for m in get_models(provider) if m.api == "openai-completions")
+    compat = resolve_compat(hosted)
+    assert (compat.max_tokens_field, compat.supports_store) == (max_tokens_field, store)
+    assert compat.requires_non_null_assistant_content is False

@@ -28,32 +28,8 @@ __all__ = ["resolve_compat"]
 
 OPENAI_HOST = "api.openai.com"
 
-# Hosted servers that take OpenAI's own field names (max_completion_tokens, store, developer).
+# Hosted services that take OpenAI's own field names, found by their address alone.
 _OPENAI_LIKE_HOSTS = ("openrouter.ai", "ai-gateway.vercel.sh", "api.groq.com", "api.mistral.ai")
-_OPENAI_LIKE_PROVIDERS = ("openai", "openrouter", "vercel-ai-gateway", "groq", "mistral")
-# Hosted servers known to refuse store and the developer role (the TypeScript original's list).
-_NON_STANDARD_HOSTS = (
-    "cerebras.ai",
-    "api.x.ai",
-    "chutes.ai",
-    "deepseek.com",
-    "api.z.ai",
-    "api.moonshot.",
-    "opencode.ai",
-    "api.cloudflare.com",
-    "gateway.ai.cloudflare.com",
-)
-_NON_STANDARD_PROVIDERS = (
-    "cerebras",
-    "xai",
-    "zai",
-    "moonshotai",
-    "moonshotai-cn",
-    "opencode",
-    "cloudflare-workers-ai",
-    "cloudflare-ai-gateway",
-    "deepseek",
-)
 
 
 def resolve_compat(model: Model) -> ModelCompat:
@@ -73,51 +49,102 @@ def detect_compat(model: Model) -> ModelCompat:
     """The settings detected from ``model.base_url`` and ``model.provider`` alone."""
     url = model.base_url or f"https://{OPENAI_HOST}/v1"
     provider = model.provider
-    known = (
-        OPENAI_HOST in url
-        or provider in _OPENAI_LIKE_PROVIDERS
-        or any(host in url for host in _OPENAI_LIKE_HOSTS)
-    )
-    non_standard = provider in _NON_STANDARD_PROVIDERS or any(h in url for h in _NON_STANDARD_HOSTS)
-    if not (known or non_standard or provider == "openrouter"):
-        return _generic_server()
-    is_zai = provider == "zai" or "api.z.ai" in url
-    is_moonshot = provider.startswith("moonshotai") or "api.moonshot." in url
-    is_cf_gateway = provider == "cloudflare-ai-gateway" or "gateway.ai.cloudflare.com" in url
-    is_cf_workers = provider == "cloudflare-workers-ai" or "api.cloudflare.com" in url
-    is_grok = provider == "xai" or "api.x.ai" in url
-    is_deepseek = provider == "deepseek" or "deepseek.com" in url
+    is_zai = provider in ("zai", "zai-coding-cn") or "api.z.ai" in url or "open.bigmodel.cn" in url
+    is_together = provider == "together" or "api.together.ai" in url or "api.together.xyz" in url
+    is_moonshot = provider in ("moonshotai", "moonshotai-cn") or "api.moonshot." in url
     is_openrouter = provider == "openrouter" or "openrouter.ai" in url
-    thinking: ThinkingFormat = "openai"
-    if is_deepseek or is_zai:
-        thinking = "deepseek" if is_deepseek else "zai"
-    elif is_openrouter:
-        thinking = "openrouter"
+    is_cf_workers = provider == "cloudflare-workers-ai" or "api.cloudflare.com" in url
+    is_cf_gateway = provider == "cloudflare-ai-gateway" or "gateway.ai.cloudflare.com" in url
+    is_nvidia = provider == "nvidia" or "integrate.api.nvidia.com" in url
+    is_ant_ling = provider == "ant-ling" or "api.ant-ling.com" in url
+    is_deepseek = provider == "deepseek" or "deepseek.com" in url.lower()
+    is_grok = provider == "xai" or "api.x.ai" in url
+    is_chutes = "chutes.ai" in url
+    non_standard = (
+        is_nvidia
+        or provider == "cerebras"
+        or "cerebras.ai" in url
+        or is_grok
+        or is_together
+        or is_chutes
+        or is_deepseek
+        or is_zai
+        or is_moonshot
+        or provider == "opencode"
+        or "opencode.ai" in url
+        or is_cf_workers
+        or is_cf_gateway
+        or is_ant_ling
+    )
+    if not (non_standard or _hosted(provider, url)):
+        return _generic_server()
+    use_max_tokens = (
+        is_chutes
+        or is_deepseek
+        or is_moonshot
+        or is_cf_gateway
+        or is_together
+        or is_nvidia
+        or is_ant_ling
+        or is_zai
+    )
+    no_effort = (
+        is_grok or is_zai or is_moonshot or is_together or is_cf_gateway or is_nvidia or is_ant_ling
+    )
     return ModelCompat(
         supports_store=not non_standard,
         supports_developer_role=provider == "openai" or OPENAI_HOST in url,
-        supports_reasoning_effort=not (is_grok or is_zai or is_moonshot or is_cf_gateway),
+        supports_reasoning_effort=not no_effort,
         supports_usage_in_streaming=True,
         supports_finish_reason=True,
-        max_tokens_field=(
-            "max_tokens"
-            if "chutes.ai" in url or is_moonshot or is_cf_gateway or is_deepseek
-            else "max_completion_tokens"
-        ),
+        max_tokens_field="max_tokens" if use_max_tokens else "max_completion_tokens",
         requires_tool_result_name=False,
         requires_assistant_after_tool_result=False,
         requires_non_null_assistant_content=False,
+        requires_tools_with_tool_history=False,
         requires_thinking_as_text=False,
         requires_reasoning_content_on_assistant_messages=is_deepseek,
-        thinking_format=thinking,
+        thinking_format=_thinking_format(
+            is_deepseek, is_zai, is_together, is_ant_ling, is_openrouter
+        ),
         zai_tool_stream=False,
         supports_strict_mode=False,  # only where the catalogue says so
         cache_control_format="anthropic"
         if is_openrouter and model.id.startswith("anthropic/")
         else None,
-        send_session_affinity_headers=False,
-        supports_long_cache_retention=not (is_cf_workers or is_cf_gateway),
+        send_session_affinity_headers=is_openrouter,
+        session_affinity_format="openrouter" if is_openrouter else "openai",
+        supports_long_cache_retention=not (
+            is_together or is_cf_workers or is_cf_gateway or is_nvidia or is_ant_ling
+        ),
     )
+
+
+def _hosted(provider: str, url: str) -> bool:
+    """Whether the model is a hosted service's (OpenAI's own settings apply), not a server of
+    one's own: a provider of the catalogue, or the address of a service known to take them."""
+    from ..models import get_providers  # the catalogue, on the first model that needs it
+
+    return (
+        OPENAI_HOST in url
+        or provider in get_providers()
+        or any(host in url for host in _OPENAI_LIKE_HOSTS)
+    )
+
+
+def _thinking_format(
+    deepseek: bool, zai: bool, together: bool, ant_ling: bool, openrouter: bool
+) -> ThinkingFormat:
+    for found, name in (
+        (deepseek, "deepseek"),
+        (zai, "zai"),
+        (together, "together"),
+        (ant_ling, "ant-ling"),
+        (openrouter, "openrouter"),
+    ):
+        if found:
+            return name  # type: ignore[return-value]
+    return "openai"
 
 
 def _generic_server() -> ModelCompat:
@@ -132,6 +159,7 @@ def _generic_server() -> ModelCompat:
         requires_tool_result_name=False,
         requires_assistant_after_tool_result=False,
         requires_non_null_assistant_content=True,
+        requires_tools_with_tool_history=False,
         requires_thinking_as_text=False,
         requires_reasoning_content_on_assistant_messages=False,
         thinking_format="openai",
@@ -139,5 +167,6 @@ def _generic_server() -> ModelCompat:
         supports_strict_mode=False,
         cache_control_format=None,
         send_session_affinity_headers=False,
+        session_affinity_format="openai",
         supports_long_cache_retention=False,
     )

@@ -59,7 +59,12 @@ def session_headers(options: StreamOptions, compat: ModelCompat) -> dict[str, st
     session = options.session_id
     if not session or not compat.send_session_affinity_headers or options.cache_retention == "none":
         return {}
-    return {"session_id": session, "x-client-request-id": session, "x-session-affinity": session}
+    if compat.session_affinity_format == "openrouter":
+        return {"x-session-id": session}
+    headers = {"x-client-request-id": session, "x-session-affinity": session}
+    if compat.session_affinity_format != "openai-nosession":
+        headers["session_id"] = session
+    return headers
 
 
 def _add_tools(body: Wire, context: Context, compat: ModelCompat) -> None:
@@ -67,8 +72,8 @@ def _add_tools(body: Wire, context: Context, compat: ModelCompat) -> None:
         body["tools"] = convert_tools(context.tools)
         if compat.zai_tool_stream:
             body["tool_stream"] = True
-    elif _has_tool_history(context):
-        body["tools"] = []  # proxies in front of Anthropic refuse tool calls without tools
+    elif compat.requires_tools_with_tool_history and _has_tool_history(context):
+        body["tools"] = []
 
 
 def _has_tool_history(context: Context) -> bool:
