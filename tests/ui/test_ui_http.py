@@ -32,7 +32,6 @@ RUN_INPUT = {
     "forwardedProps": {},
 }
 ENDPOINTS = [
-    ("GET", "/"),
     ("GET", "/api/info"),
     ("POST", "/api/agui"),
     ("POST", "/api/threads/t1/steer"),
@@ -64,6 +63,20 @@ async def test_no_endpoint_answers_without_the_token(
         assert refused.status_code == 401
         assert refused.headers["www-authenticate"] == "Bearer"
         assert TOKEN not in refused.text and "pi-core" not in refused.text
+
+
+async def test_the_page_loads_without_the_token_and_holds_no_data(anyio_backend: str) -> None:
+    app = web_app(agent_factory=AgentRecorder(), auth_token=TOKEN, title="the team's agent")
+    async with (
+        serve_on_localhost(app, anyio_backend) as url,
+        httpx.AsyncClient(base_url=url) as client,
+    ):
+        page = await client.get("/")
+        posted = await client.post("/", json=RUN_INPUT)  # only a GET of the page is open
+        info = await client.get("/api/info")
+    assert page.status_code == 200 and 'id="sign-in"' in page.text
+    assert TOKEN not in page.text
+    assert posted.status_code == 401 and info.status_code == 401
 
 
 async def test_the_token_opens_every_endpoint(anyio_backend: str) -> None:

@@ -275,3 +275,24 @@ def test_steering_from_the_page_reaches_the_next_turn(page: Any, backend: str) -
             in page.locator(".msg.assistant").last.text_content()
         )
         assert page.locator(".turn").count() == 2
+
+
+def test_a_server_with_a_token_asks_for_it_on_the_page(page: Any) -> None:
+    env = {"PI_CORE_UI_TOKEN": "page-token-1"}
+    with served_page("--agent", "ui_agents:demo", "--token-env", "PI_CORE_UI_TOKEN", env=env) as (
+        _,
+        url,
+    ):
+        page.goto(url + "/")
+        page.wait_for_selector("body[data-ready=sign-in]", timeout=WAIT_MS)
+        assert page.locator("#view").is_hidden()
+        page.fill("#token", "wrong")
+        page.click("#sign-in button")  # the page starts again, and says the token was refused
+        page.wait_for_selector("#sign-in-error:has-text('refused')", timeout=WAIT_MS)
+        page.fill("#token", "page-token-1")
+        page.click("#sign-in button")
+        page.wait_for_selector("body[data-ready=true]", timeout=WAIT_MS)
+        assert page.locator("#sign-in").is_hidden()
+        send(page, "6*7")
+        wait_status(page, "idle")
+        assert "6*7 = 42" in page.locator(".log").text_content()

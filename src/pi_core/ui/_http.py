@@ -58,10 +58,16 @@ def check_token(token: str | None) -> bytes | None:
     return stripped.encode()
 
 
-def guarded(app: ASGIApp, token: bytes | None, cors_origins: Sequence[str] | None) -> ASGIApp:
-    """``app`` behind the bearer token (when there is one) and, when origins are given,
-    Starlette's CORS middleware (outside, so that a browser's preflight is answered)."""
-    inner = app if token is None else _TokenGate(app, token)
+def guarded(
+    app: ASGIApp,
+    token: bytes | None,
+    cors_origins: Sequence[str] | None,
+    open_paths: frozenset[str] = frozenset(),
+) -> ASGIApp:
+    """``app`` behind the bearer token (when there is one; a GET of one of ``open_paths`` is let
+    through) and, when origins are given, Starlette's CORS middleware (outside, so that a
+    browser's preflight is answered)."""
+    inner = app if token is None else _TokenGate(app, token, open_paths)
     if cors_origins is None:
         return inner
     from starlette.middleware.cors import CORSMiddleware
@@ -78,12 +84,14 @@ def guarded(app: ASGIApp, token: bytes | None, cors_origins: Sequence[str] | Non
 class _TokenGate:
     """Answers 401 to every HTTP request without the token."""
 
-    def __init__(self, app: ASGIApp, token: bytes) -> None:
+    def __init__(self, app: ASGIApp, token: bytes, open_paths: frozenset[str]) -> None:
         self.app = app
         self.token = token
+        self.open_paths = open_paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        opened = scope.get("method") == "GET" and scope.get("path") in self.open_paths
+        if scope["type"] == "http" and not opened:
             problem = self._problem(scope)
             if problem is not None:
                 await error_response(401, problem)(scope, receive, send)

@@ -68,8 +68,9 @@ def web_app(
     Args:
         agent_factory: makes the Agent of each new conversation of the page; ``None``: no chat.
         runs: a :class:`~pi_core.durable.DurableRuns` whose runs the page lists and follows.
-        auth_token: when given, every request needs ``Authorization: Bearer <token>``
-            (compared in constant time), else 401 — the page and its API alike.
+        auth_token: when given, every request of the API needs ``Authorization: Bearer
+            <token>`` (compared in constant time), else 401; the page itself, which holds no
+            data, asks the person for the token and keeps it in the browser tab.
         cors_origins: origins allowed to call the API from other pages; ``None``: no CORS.
         max_body_bytes: a larger request body is refused with 413.
         title: the page's title.
@@ -88,7 +89,9 @@ def web_app(
     if runs is not None:
         view = DurableView(runs, max_body_bytes)
         routes += view.routes()
-    return guarded(Starlette(routes=routes), token, cors_origins)
+    # The page is the same document for everybody and holds no data: a browser loads it without
+    # the token, and it asks for the token before its first call of the API.
+    return guarded(Starlette(routes=routes), token, cors_origins, open_paths=frozenset({"/"}))
 
 
 class _WebServer:

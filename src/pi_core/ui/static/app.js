@@ -11,6 +11,21 @@ function jsonHeaders() {
   return headers;
 }
 
+// A server with a token: the page asks for it once, keeps it in this tab, and starts again.
+function askForToken() {
+  const form = $("sign-in");
+  form.hidden = false;
+  $("view").hidden = true;
+  if (TOKEN) $("sign-in-error").textContent = "That token was refused.";
+  form.onsubmit = (event) => {
+    event.preventDefault();
+    sessionStorage.setItem("pi-core-token", $("token").value.trim());
+    location.reload();
+  };
+  document.body.dataset.ready = "sign-in";
+  $("token").focus();
+}
+
 function el(tag, className, text) {
   const node = document.createElement(tag);
   if (className) node.className = className;
@@ -522,6 +537,10 @@ async function start() {
   $("abort").onclick = () => control("abort", {});
   $("to-chat").onclick = backToChat;
   const response = await fetch("api/info", { headers: jsonHeaders() });
+  if (response.status === 401) {
+    askForToken();
+    return;
+  }
   const info = response.ok ? await response.json() : { chat: true, runs: false };
   page.hasChat = info.chat;
   if (!info.chat) {
