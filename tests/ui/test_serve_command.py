@@ -38,10 +38,12 @@ def test_serve_without_arguments_chats_with_the_demo_agent() -> None:
 
 def test_serve_with_a_token_answers_nothing_without_it() -> None:
     with served_page("--token-env", "UI_TOKEN", env={"UI_TOKEN": "tok-123"}) as (server, url):
-        refused = httpx.get(url + "/")
-        served = httpx.get(url + "/", headers={"Authorization": "Bearer tok-123"})
+        refused = httpx.get(url + "/api/info")
+        served = httpx.get(url + "/api/info", headers={"Authorization": "Bearer tok-123"})
+        page = httpx.get(url + "/")  # the page, which holds no data, asks for the token
     assert refused.status_code == 401
     assert served.status_code == 200
+    assert page.status_code == 200 and "tok-123" not in page.text
     assert "tok-123" not in server.output
 
 

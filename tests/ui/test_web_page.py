@@ -296,3 +296,37 @@ def test_a_server_with_a_token_asks_for_it_on_the_page(page: Any) -> None:
         send(page, "6*7")
         wait_status(page, "idle")
         assert "6*7 = 42" in page.locator(".log").text_content()
+
+
+def test_a_durable_run_waiting_for_approval_is_approved_from_the_page(
+    page: Any, tmp_path: Any
+) -> None:
+    from durable._approving_agents import TARGET
+    from durable._counting_agents import counts
+    from durable._workers import client, running_worker, wait_until
+
+    database_url = f"sqlite:///{tmp_path / 'runs.sqlite'}"
+    work = tmp_path / "counts"
+    work.mkdir()
+
+    def ask(call: Any) -> Any:  # in a thread of its own, beside Playwright's event loop
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(client, database_url, call).result(timeout=60)
+
+    with running_worker(database_url, "w1", target=TARGET):
+        run_id = ask(lambda runs: runs.start("sending", "go", params={"dir": str(work)}))
+        wait_until(
+            lambda: ask(lambda runs: runs.status(run_id)).state == "waiting",
+            "the run to wait for its call",
+        )
+        with served_page("--db", database_url, "--agent", "ui_agents:demo") as (_, url):
+            open_page(page, url)
+            page.click(f"#runs li[data-run-id='{run_id}']", timeout=WAIT_MS)
+            card = page.locator(".approval")
+            card.wait_for(timeout=WAIT_MS)
+            assert "sends 5 to bob" in card.text_content()
+            page.click("[data-approve]")
+            page.wait_for_selector(
+                ".msg.assistant:has-text('send: sent 5 to bob')", timeout=WAIT_MS
+            )
+    assert counts(work) == {"model": 2, "mark": 1, "send": 1}  # approved once, run once

@@ -122,7 +122,7 @@ class AgUiMapper:
         events: list[BaseEvent] = []
         if limit is not None:
             events.append(self._custom(LIMIT_EVENT, limit))
-        events.extend(self._custom(PENDING_EVENT, _pending_json(call)) for call in pending)
+        events.extend(self.pending_approvals(pending))
         outcome = None
         if pending:
             interrupts = [_interrupt(call) for call in pending]
@@ -138,6 +138,10 @@ class AgUiMapper:
             )
         )
         return events
+
+    def pending_approvals(self, calls: Sequence[PendingToolCall]) -> list[BaseEvent]:
+        """A ``pi_core.pending_approval`` custom event for each call waiting for a decision."""
+        return [self._custom(PENDING_EVENT, _pending_json(call)) for call in calls]
 
     def run_error(self, message: str, code: str | None = None) -> RunErrorEvent:
         """The last event of a run that failed (``code`` ``"aborted"`` for an abort)."""

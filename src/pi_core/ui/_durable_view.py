@@ -55,6 +55,10 @@ class RunsClient(Protocol):
     async def deny(self, run_id: str, tool_call_id: str, reason: str | None = None) -> None: ...
 
 
+WAITING_POLL_SECONDS = 0.5
+"""How often a followed run's status is read, to show the calls it comes to wait for."""
+
+
 class DurableView:
     """The routes of the durable runs."""
 
@@ -153,25 +157,46 @@ class _RunEventsResponse(Response):
 
     async def _read(self, chunks: MemoryObjectSendStream[bytes]) -> None:
         mapper = AgUiMapper(self.agent, self.run_id, echo_prompt=True)
+        announced: set[str] = set()
         async with chunks:
             await chunks.send(sse_event(mapper.run_started()))
             try:
-                async for offset, at_ms, event in self.runs.timed_events(
-                    self.run_id, after=self.after
-                ):
-                    for mapped in mapper.map(event, at_ms):
-                        await chunks.send(f"id: {offset}\n".encode() + sse_event(mapped))
-                closing = await self._closing(mapper)
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._announce_waiting_calls, mapper, chunks, announced)
+                    async for offset, at_ms, event in self.runs.timed_events(
+                        self.run_id, after=self.after
+                    ):
+                        for mapped in mapper.map(event, at_ms):
+                            await chunks.send(f"id: {offset}\n".encode() + sse_event(mapped))
+                    tg.cancel_scope.cancel()
+                closing = await self._closing(mapper, announced)
             except Exception as exc:
                 closing = [mapper.run_error(public_text(exception_text(exc)))]
             for mapped in closing:
                 await chunks.send(sse_event(mapped))
 
-    async def _closing(self, mapper: AgUiMapper) -> list[Any]:
+    async def _announce_waiting_calls(
+        self, mapper: AgUiMapper, chunks: MemoryObjectSendStream[bytes], announced: set[str]
+    ) -> None:
+        """While the run is followed, each call it comes to wait for, once: a waiting run's event
+        stream stays open (the run goes on once decided), so the wait is read from its status."""
+        while True:
+            if (await self.runs.status(self.run_id)).state == "waiting":
+                calls = await self.runs.pending(self.run_id)
+                new = [call for call in calls if call.tool_call_id not in announced]
+                announced.update(call.tool_call_id for call in new)
+                for mapped in mapper.pending_approvals(new):
+                    await chunks.send(sse_event(mapped))
+            await anyio.sleep(WAITING_POLL_SECONDS)
+
+    async def _closing(self, mapper: AgUiMapper, announced: set[str]) -> list[Any]:
         """How the run stands now that its events (so far) are read."""
         status = await self.runs.status(self.run_id)
         if status.state == "waiting":
-            return mapper.run_finished(pending=await self.runs.pending(self.run_id))
+            calls = await self.runs.pending(self.run_id)
+            return mapper.run_finished(
+                pending=[call for call in calls if call.tool_call_id not in announced]
+            )
         if status.state in ("error", "cancelled"):
             return [mapper.run_error(mapper.error or f"the run ended: {status.state}")]
         if mapper.error is not None:
