@@ -351,6 +351,28 @@ async def test_forwarded_events_serialize_as_json() -> None:
     assert '"role": "assistant"' in text or '"role":"assistant"' in text
 
 
+async def test_a_sub_agent_transcript_crosses_the_proxy_wire_unchanged() -> None:
+    pytest.importorskip("starlette")  # the proxy server's request reader
+    from pi_core import Context, StreamOptions, default_convert_to_llm
+    from pi_core.proxy._request import parse_request
+    from pi_core.proxy._wire import encode_request
+
+    child_model = scripted(faux_assistant_message("hi"))
+    parent = agent_on(
+        scripted(calls(("research", {"task": "x"})), faux_assistant_message("ok")),
+        agent_tool(lambda _a: agent_on(child_model), name="research", description="d"),
+    )
+    await parent.prompt("go")
+    [answer] = results(parent)
+    assert answer.details is not None  # the child's messages, its usage and nested calls
+    context = Context(None, default_convert_to_llm(parent.state.messages))
+    for wire in ("1.6", "0.73"):
+        body = encode_request(parent.model, context, StreamOptions(), wire=wire)
+        received = await parse_request(body)
+        [crossed] = [m for m in received.context.messages if isinstance(m, ToolResultMessage)]
+        assert serialization.to_dict(crossed) == serialization.to_dict(answer)
+
+
 async def test_a_child_with_tools_from_a_real_mcp_server_tears_down_cleanly_on_abort() -> None:
     import sys
     from contextlib import asynccontextmanager
