@@ -26,12 +26,16 @@ DOCS = HERE.parents[1] / "docs" / "images"
 
 
 def chromium_path() -> str:
-    """The system's Chromium (CI installs Debian's), else a skip."""
+    """The system's Chromium, else a skip; under CI (which installs Debian's) or with
+    ``PI_CORE_REQUIRE_CHROMIUM=1``, a failure: a missing browser must not pass as skipped."""
     for name in ("chromium", "chromium-browser"):
         found = shutil.which(name)
         if found:
             return found
-    pytest.skip("no chromium on PATH (apt-get install chromium)")
+    missing = "no chromium on PATH (apt-get install chromium)"
+    if os.environ.get("CI") or os.environ.get("PI_CORE_REQUIRE_CHROMIUM") == "1":
+        pytest.fail(missing)
+    pytest.skip(missing)
 
 
 @contextlib.contextmanager
