@@ -183,7 +183,9 @@ def the_slow_result(new: list[Any]) -> ToolResultMessage:
 def test_a_deadline_aborts_the_running_call(database_url: str, tmp_path: Path) -> None:
     work = tmp_path / "counts"
     with running_worker(database_url, "w1", stall=True, target=TARGET):
-        run_id = start(database_url, "deadlined", work, deadline=1)
+        # The call stalls for ever: the deadline, long enough for a loaded machine to reach it
+        # (1 s was not, once under CI), is what ends it.
+        run_id = start(database_url, "deadlined", work, deadline=DEADLINE)
         new = client(database_url, lambda runs: runs.result(run_id))
     result = the_slow_result(new)
     assert result.is_error and [b.text for b in result.content] == ["Operation aborted"]  # type: ignore[union-attr]
