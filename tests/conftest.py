@@ -1,8 +1,7 @@
-"""Every async test runs on asyncio and on trio (when trio is installed)."""
+"""Every async test runs on asyncio and on trio (when trio is installed; see backends.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import socket
 import sqlite3
@@ -15,9 +14,7 @@ os.environ.setdefault("PI_CORE_DEBUG", "1")
 import pytest
 from hypothesis import HealthCheck, settings
 
-_BACKENDS = ["asyncio"]
-if importlib.util.find_spec("trio") is not None:
-    _BACKENDS.append("trio")
+from backends import BACKENDS
 
 settings.register_profile(
     "dev", max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -72,7 +69,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(skip)
 
 
-@pytest.fixture(params=_BACKENDS)
+@pytest.fixture(params=BACKENDS)
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

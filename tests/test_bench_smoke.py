@@ -5,11 +5,12 @@ No timing here: speed lives in bench/ (``nox -s bench``).
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
+
+from backends import BACKENDS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/ sits next to tests/
 
@@ -86,9 +87,7 @@ def test_the_replay_tools_bench_replays_every_change() -> None:
     assert sum(1 for m in messages if m.role == "system") == 6  # the leading one and 5 changes
 
 
-@pytest.mark.parametrize(
-    "backend", ["asyncio"] + (["trio"] if importlib.util.find_spec("trio") else [])
-)
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_the_subagent_events_scenario_forwards_every_event_of_the_child(backend: str) -> None:
     row = subagent_events.measure(50, backend)  # measure() checks every event was forwarded
     assert row["params"] == {"D": 50, "backend": backend, "events": 60}

@@ -11,12 +11,12 @@ from types import ModuleType
 import httpx
 import pytest
 
+from backends import BACKENDS
 from json_events import load_events
 from pi_core import TextContent, ToolExecutionEnd
 from pi_core.testing import check_event_grammar
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-BACKENDS = ["asyncio"] + (["trio"] if importlib.util.find_spec("trio") else [])
 
 
 def run_example(name: str, *args: str) -> str:

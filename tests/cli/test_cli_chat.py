@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from pathlib import Path
@@ -11,10 +10,9 @@ import attrs
 import pytest
 from _cli_process import LiveCli, run_cli
 
+from backends import BACKENDS
 from pi_core.cli._chat import model_text
 from pi_core.models import get_model
-
-BACKENDS = ["asyncio"] + (["trio"] if importlib.util.find_spec("trio") else [])
 
 
 def test_a_piped_prompt_is_answered_before_the_end_of_input_exits() -> None:

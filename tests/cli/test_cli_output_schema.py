@@ -3,14 +3,14 @@ by calling the output tool, and the validated JSON is the last line printed."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 from _cli_process import run_cli
 
-BACKENDS = ["asyncio"] + (["trio"] if importlib.util.find_spec("trio") else [])
+from backends import BACKENDS
+
 SCHEMA = {
     "type": "object",
     "properties": {

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import shutil
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 from _cli_process import LiveCli, cli_env, run_cli
 
+from backends import BACKENDS
 from json_events import load_events
 from pi_core import ToolExecutionEnd, ToolExecutionStart
 from pi_core.testing import check_event_grammar
@@ -21,7 +21,6 @@ from pi_core.testing import check_event_grammar
 if sys.version_info < (3, 11):
     from exceptiongroup import BaseExceptionGroup
 
-BACKENDS = ["asyncio"] + (["trio"] if importlib.util.find_spec("trio") else [])
 PROMPT = "What is 2 + 3 * 4? Then sleep 0.3 seconds."
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -10,7 +9,7 @@ import subprocess
 import pytest
 from _cli_process import LiveCli, run_cli
 
-BACKENDS = ["asyncio"] + (["trio"] if importlib.util.find_spec("trio") else [])
+from backends import BACKENDS
 
 
 @pytest.mark.parametrize(

@@ -3,17 +3,16 @@ steps under the call that runs it, labelled with that call."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
 import pytest
 from _cli_process import run_cli
 
+from backends import BACKENDS
 from json_events import load_events
 from pi_core import SubagentEvent, ToolExecutionEnd, ToolExecutionUpdate
 from pi_core.testing import check_event_grammar
 
-BACKENDS = ["asyncio"] + (["trio"] if importlib.util.find_spec("trio") else [])
 PROMPT = "research 2 + 3 and 17 * 23"
 
 

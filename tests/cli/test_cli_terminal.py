@@ -7,7 +7,6 @@ wait is bounded.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shlex
 import shutil
@@ -20,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from backends import BACKENDS
+
 TMUX = shutil.which("tmux")
 pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (apt-get install tmux)")
-BACKENDS = ["asyncio"] + (["trio"] if importlib.util.find_spec("trio") else [])
 SRC = Path(__file__).resolve().parents[2] / "src"
 TIMEOUT = 30.0
 

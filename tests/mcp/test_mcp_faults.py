@@ -130,8 +130,11 @@ async def test_a_message_larger_than_the_cap_is_dropped_unread_and_its_call_fail
         )
     ]
     assert after.content == [TextContent("hi")]
-    # Logged once, as a preview: not the megabyte.
-    [warning] = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    # Logged once, as a preview: not the megabyte. (On a loaded machine the loop's own blocking
+    # watch may also warn about a slow step; only the MCP client's warnings are counted here.)
+    [warning] = [
+        r for r in caplog.records if r.levelno >= logging.WARNING and r.name == "pi_core.mcp"
+    ]
     message = warning.getMessage()
     assert message.startswith(
         f"MCP server {name} sent a message of {size} bytes, more than max_result_bytes (65536)"

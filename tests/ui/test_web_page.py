@@ -7,7 +7,6 @@ docs/images (a plain run only checks that they are not blank, and leaves the che
 from __future__ import annotations
 
 import concurrent.futures
-import importlib.util
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,12 +14,12 @@ from typing import Any
 
 import pytest
 
+from backends import BACKENDS
 from pi_core import ToolExecutionStart
 from ui.browser import DOCS, chromium_path, distinct_colors, served_page
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
-BACKENDS = ["asyncio"] + (["trio"] if importlib.util.find_spec("trio") else [])
 WAIT_MS = 30_000
 VIEWPORT = {"width": 1200, "height": 760}
 
