@@ -32,25 +32,40 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *WORKERS, *session.posargs, env={"HYPOTHESIS_PROFILE": "ci"})
 
 
-@nox.session(python=PYTHON)
-def tests_asyncio_only(session: nox.Session) -> None:
-    """The suite without trio installed: pi_core must import and work on asyncio alone."""
-    _install_group(session, "test")
+def _without_trio(session: nox.Session) -> None:
     session.run("pip", "uninstall", "--yes", "trio")
     session.run(
         "python",
         "-c",
         "import importlib.util, pi_core; assert not importlib.util.find_spec('trio')",
     )
+
+
+@nox.session(python=PYTHON)
+def tests_asyncio_only(session: nox.Session) -> None:
+    """The suite without trio installed: pi_core must import and work on asyncio alone."""
+    _install_group(session, "test")
+    _without_trio(session)
     session.run("pytest", "-q", *WORKERS, *session.posargs)
+
+
+OTHER_PYTHON_BACKENDS = {"3.10": "asyncio", "3.13": "trio"}
+"""``tests_other_pythons`` on the two ends of the range takes one backend each: the oldest
+Python runs without trio installed (as a user on asyncio alone has it), the newest on trio
+alone. Python 3.12 runs both."""
 
 
 @nox.session(python=OTHER_PYTHONS)
 def tests_other_pythons(session: nox.Session) -> None:
-    """The suite on Python 3.10, 3.12 and 3.13 (``--no-error-on-missing-interpreters`` skips
-    the ones this machine lacks)."""
+    """The suite on Python 3.10 (asyncio alone, trio not installed), 3.12 (both backends) and
+    3.13 (trio); ``--no-error-on-missing-interpreters`` skips the ones this machine lacks.
+    ``-- -m "not processes"`` leaves out the tests that start real processes."""
     _install_group(session, "test")
-    session.run("pytest", "-q", *WORKERS, *session.posargs)
+    backend = OTHER_PYTHON_BACKENDS.get(str(session.python))
+    if backend == "asyncio":
+        _without_trio(session)
+    env = {"PI_CORE_TEST_BACKENDS": backend} if backend else {}
+    session.run("pytest", "-q", *WORKERS, *session.posargs, env=env)
 
 
 @nox.session(python=PYTHON, venv_backend="uv")

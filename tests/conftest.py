@@ -58,7 +58,23 @@ def _needs_dbos_on_sqlite(item: pytest.Item) -> bool:
     return callspec is not None and callspec.params.get("database_url") == "sqlite"
 
 
+_PROCESS_TESTS = (
+    "tests/durable/",
+    "tests/ui/test_web_page.py",
+    "tests/cli/",
+    "tests/test_bench_instructions.py",
+)
+"""The tests that wait on real processes (workers, browsers, the CLI, valgrind) for seconds each.
+They are marked ``processes`` and started first, so that pytest-xdist's workers share them out
+early and the quick tests fill the gaps, instead of one worker running the last of them alone."""
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    processes = pytest.mark.processes
+    for item in items:
+        if item.nodeid.startswith(_PROCESS_TESTS):
+            item.add_marker(processes)
+    items.sort(key=lambda item: not item.nodeid.startswith(_PROCESS_TESTS))  # a stable sort
     if not DBOS_SQLITE_UNUSABLE:
         return
     skip = pytest.mark.skip(

@@ -23,6 +23,8 @@ __all__ = [
     "DEFAULT_BACKLOG",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
+    "GRACEFUL_TIMEOUT",
+    "close_streamed_connections",
     "hypercorn_config",
     "hypercorn_serve",
     "proxy_token",
@@ -36,7 +38,7 @@ DEFAULT_BACKLOG = 2048
 drops connections when a thousand clients arrive at once)."""
 _KEEP_ALIVE_TIMEOUT = 5.0
 """Seconds an idle connection stays open between requests."""
-_GRACEFUL_TIMEOUT = 10.0
+GRACEFUL_TIMEOUT = 10.0
 """Seconds the streams in flight get to finish after SIGINT / SIGTERM."""
 _SERVED_APIS = frozenset({*BUILT_IN_PROVIDERS, DEMO_API})
 """pi_core's own providers (which stream_simple finds by api) and the demo model."""
@@ -115,16 +117,44 @@ def hypercorn_config(host: str, port: int, backlog: int = DEFAULT_BACKLOG) -> An
     config.bind = [f"{host}:{port}"]
     config.backlog = backlog
     config.keep_alive_timeout = _KEEP_ALIVE_TIMEOUT
-    config.graceful_timeout = _GRACEFUL_TIMEOUT
+    config.graceful_timeout = GRACEFUL_TIMEOUT
     return config
 
 
 def hypercorn_serve(backend: str) -> Any:
-    """hypercorn's ``serve`` for ``backend``."""
+    """hypercorn's ``serve`` for ``backend``, serving the app with streamed responses closing
+    their connections (:func:`close_streamed_connections`)."""
     if backend == "trio":
-        from hypercorn.trio import serve as serve_trio
+        from hypercorn.trio import serve
+    else:
+        from hypercorn.asyncio import serve  # type: ignore[assignment]
 
-        return serve_trio
-    from hypercorn.asyncio import serve as serve_asyncio
+    async def serve_app(app: Any, config: Any, *, shutdown_trigger: Any) -> None:
+        await serve(close_streamed_connections(app), config, shutdown_trigger=shutdown_trigger)
 
-    return serve_asyncio
+    return serve_app
+
+
+def close_streamed_connections(app: Any) -> Any:
+    """``app`` with every streamed HTTP/1.1 response (one without a length) ending its connection.
+
+    A streamed response is a whole run, so the next request opening a new connection costs
+    nothing. Without this, hypercorn on trio keeps a browser's connection that carried a stream
+    open after it, and Ctrl-C then waits the whole graceful timeout for it to close.
+    """
+
+    async def closing_app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("http_version") != "1.1":
+            await app(scope, receive, send)
+            return
+
+        async def send_closing(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", ()))
+                if not any(name.lower() == b"content-length" for name, _ in headers):
+                    message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            await send(message)
+
+        await app(scope, receive, send_closing)
+
+    return closing_app
