@@ -14,9 +14,11 @@ PYTHON = ["3.11"]
 OTHER_PYTHONS = ["3.10", "3.12", "3.13"]
 """The other Pythons pi_core supports; ``tests_other_pythons`` runs on those that are installed."""
 
-WORKERS = ("-n", "4")
+WORKERS = ("-n", "4", "--dist", "worksteal")
 """pytest-xdist workers: many tests wait on real servers and processes, so more workers than a
-small machine's cores still pay. ``nox -s tests -- -n 0`` runs the suite in one process."""
+small machine's cores still pay. A worker that runs out of tests takes half of another's, so the
+slow tests (started first, see tests/conftest.py) are not left to one worker at the end.
+``nox -s tests -- -n 0`` runs the suite in one process."""
 
 
 def _install_group(session: nox.Session, *groups: str) -> None:

@@ -65,8 +65,9 @@ _PROCESS_TESTS = (
     "tests/test_bench_instructions.py",
 )
 """The tests that wait on real processes (workers, browsers, the CLI, valgrind) for seconds each.
-They are marked ``processes`` and started first, so that pytest-xdist's workers share them out
-early and the quick tests fill the gaps, instead of one worker running the last of them alone."""
+They are marked ``processes`` and started first: pytest-xdist's workers (``--dist worksteal``,
+as nox runs them) then share them out early and the quick tests fill the gaps, instead of one
+worker running the last of them alone."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
